@@ -1,0 +1,33 @@
+//! The agent engine of Feishu Companion.
+//!
+//! This crate holds the engine's vocabulary, taken from the two seed documents: the tool-outcome
+//! contract ([`result`]: [`ToolOutcome`], [`ToolResult`], [`coerce_tool_result`]) and the runtime
+//! data model ([`Content`], [`Part`], [`Event`], [`EventActions`], [`CallbackContext`], …) with the
+//! seed's field names, so that stored sessions, user-written Python code and the engine all speak
+//! one language. Terms: a *session* is one conversation; an *invocation* (turn) is everything that
+//! follows one user message; an *event* is one appended record of a session; *state* is the JSON
+//! map folded from the events' `state_delta`s, scoped by key prefix ([`StateScope`]).
+//!
+//! It knows nothing of Feishu, HTTP servers, SQLite or Tauri: those depend on it, never the reverse.
+
+pub mod content;
+pub mod context;
+pub mod event;
+pub mod http;
+pub mod json;
+pub mod llm;
+pub mod result;
+pub mod state;
+
+pub use content::{
+    Blob, Content, CustomizedResponse, FunctionCall, FunctionResponse, Part, ROLE_MODEL, ROLE_USER,
+};
+pub use context::{CallbackContext, ToolContext};
+pub use event::{Event, EventActions, USER_AUTHOR, now_millis};
+pub use http::{ExternalResponse, HttpMethod, StatusError};
+pub use json::DataError;
+pub use llm::{
+    FunctionDeclaration, GenerateContentConfig, LlmRequest, LlmResponse, Tool, ToolDeclaration,
+};
+pub use result::{ToolOutcome, ToolResult, ToolReturn, coerce_tool_result};
+pub use state::{SessionInfo, StateMap, StateScope};

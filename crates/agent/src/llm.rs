@@ -1,0 +1,151 @@
+//! What goes to a model and what comes back: [`LlmRequest`], [`LlmResponse`], the model settings
+//! [`GenerateContentConfig`], and the tool declarations the model is shown.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::content::{Content, Part, ROLE_MODEL};
+
+/// A tool as the model sees it: a name and what it is for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tool {
+    /// The tool's name.
+    pub name: String,
+    /// What the tool is for.
+    pub description: String,
+}
+
+/// One function the model may call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FunctionDeclaration {
+    /// The function's name.
+    pub name: String,
+    /// What it does, for the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its parameters as a JSON Schema object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<Value>,
+}
+
+impl FunctionDeclaration {
+    /// A declaration with a description and a parameter schema.
+    pub fn new(name: impl Into<String>, description: impl Into<String>, parameters: Value) -> Self {
+        FunctionDeclaration {
+            name: name.into(),
+            description: Some(description.into()),
+            parameters: Some(parameters),
+        }
+    }
+}
+
+/// A tool's schema as shown to the model: the functions it supports.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolDeclaration {
+    /// The functions.
+    #[serde(default)]
+    pub function_declarations: Vec<FunctionDeclaration>,
+}
+
+/// Optional model settings.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GenerateContentConfig {
+    /// Instructions that steer the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_instruction: Option<Content>,
+    /// The tools the model may use.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolDeclaration>,
+    /// Names of tools the model must ignore; this overrides `tools`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded_tools: Vec<String>,
+}
+
+impl GenerateContentConfig {
+    /// Adds `tool_name` to `excluded_tools` (once).
+    ///
+    /// ```
+    /// use agent::{FunctionDeclaration, GenerateContentConfig, ToolDeclaration};
+    /// let mut config = GenerateContentConfig::default();
+    /// config.tools.push(ToolDeclaration {
+    ///     function_declarations: vec![
+    ///         FunctionDeclaration::new("send_message", "", serde_json::json!({})),
+    ///         FunctionDeclaration::new("list_events", "", serde_json::json!({})),
+    ///     ],
+    /// });
+    /// config.hide_tool("send_message");
+    /// let visible: Vec<_> = config.visible_function_declarations().map(|d| d.name.as_str()).collect();
+    /// assert_eq!(visible, ["list_events"]);
+    /// ```
+    pub fn hide_tool(&mut self, tool_name: impl Into<String>) {
+        let tool_name = tool_name.into();
+        if !self.excluded_tools.contains(&tool_name) {
+            self.excluded_tools.push(tool_name);
+        }
+    }
+
+    /// Whether the model must ignore this tool.
+    pub fn is_excluded(&self, tool_name: &str) -> bool {
+        self.excluded_tools.iter().any(|t| t == tool_name)
+    }
+
+    /// The declarations the model is shown: every declared function not excluded.
+    pub fn visible_function_declarations(&self) -> impl Iterator<Item = &FunctionDeclaration> {
+        self.tools
+            .iter()
+            .flat_map(|t| t.function_declarations.iter())
+            .filter(|d| !self.is_excluded(&d.name))
+    }
+}
+
+/// A request to a model.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmRequest {
+    /// The model's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The conversation sent to the model.
+    #[serde(default)]
+    pub contents: Vec<Content>,
+    /// Model settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<GenerateContentConfig>,
+}
+
+/// A model's response (or one streamed chunk of it).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmResponse {
+    /// The first content of the response.
+    pub content: Content,
+    /// The content is an incomplete chunk; the agent goes on after emitting it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<bool>,
+}
+
+impl LlmResponse {
+    /// A complete model response made of these parts.
+    ///
+    /// ```
+    /// use agent::{LlmResponse, Part};
+    /// let response = LlmResponse::from_parts(vec![Part::from_text("hello world")]);
+    /// assert!(response.content.is_model());
+    /// assert_eq!(response.content.text(), "hello world");
+    /// ```
+    pub fn from_parts(parts: Vec<Part>) -> Self {
+        LlmResponse {
+            content: Content::new(ROLE_MODEL, parts),
+            partial: None,
+        }
+    }
+
+    /// Whether this is an incomplete streamed chunk.
+    pub fn is_partial(&self) -> bool {
+        self.partial == Some(true)
+    }
+}

@@ -1,0 +1,1 @@
+//! SQLite persistence (placeholder until the store lands).
