@@ -60,7 +60,9 @@ impl StateScope {
 pub fn apply_delta(state: &mut StateMap, delta: &StateMap) {
     for (key, value) in delta {
         if value.is_null() {
-            state.remove(key);
+            // `remove` would be `swap_remove` under serde_json's `preserve_order`, moving the last
+            // key into the hole; the state keeps its keys in the order they were first set.
+            state.shift_remove(key);
         } else {
             state.insert(key.clone(), value.clone());
         }
