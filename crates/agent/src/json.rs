@@ -4,6 +4,7 @@
 //! part is the field path (`content.parts[0].function_call.name`), so every parse in the engine goes
 //! through [`from_str`] / [`from_value`].
 
+use serde::Deserialize as _;
 use serde::de::DeserializeOwned;
 
 /// A JSON document that does not match the data model.
@@ -35,6 +36,11 @@ fn to_data_error<T>(err: serde_path_to_error::Error<serde_json::Error>) -> DataE
 
 /// Parses `text` as a `T`, naming the failing field on error.
 pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, DataError> {
+    // Tracking the path costs about a third of the parse; documents are almost always valid, so
+    // the path is only worked out when plain parsing has already failed.
+    if let Ok(value) = serde_json::from_str(text) {
+        return Ok(value);
+    }
     let mut de = serde_json::Deserializer::from_str(text);
     let value = serde_path_to_error::deserialize(&mut de).map_err(to_data_error::<T>)?;
     // Trailing garbage after the document is malformed input too.
@@ -48,5 +54,8 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, DataError> {
 
 /// Converts an already-parsed JSON value into a `T`, naming the failing field on error.
 pub fn from_value<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, DataError> {
+    if let Ok(parsed) = T::deserialize(&value) {
+        return Ok(parsed);
+    }
     serde_path_to_error::deserialize(value).map_err(to_data_error::<T>)
 }

@@ -145,8 +145,8 @@ impl Store {
             .map_err(|e| self.db_err(e))?;
         let inserted = tx
             .execute(
-                "INSERT INTO sessions (id, app_name, user_id, created_at, updated_at, last_seq)
-                 VALUES (?1, ?2, ?3, ?4, ?4, 0) ON CONFLICT (id) DO NOTHING",
+                "INSERT INTO sessions (id, app_name, user_id, created_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (id) DO NOTHING",
                 params![id, app_name, user_id, now],
             )
             .map_err(|e| self.db_err(e))?;
@@ -186,37 +186,25 @@ impl Store {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.db_err(e))?;
-        let owner: Option<(String, String)> = tx
-            .prepare_cached(
-                "UPDATE sessions SET last_seq = ?1, updated_at = ?2 WHERE id = ?3 AND last_seq = ?4
-                 RETURNING app_name, user_id",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_row(
-                    params![seq_sql, event.timestamp, session_id, seq_sql - 1],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .optional()
-            })
+        // The sequence check reads the end of the events index and writes nothing: a session row
+        // rewritten on every append would double the pages each commit puts in the WAL. The
+        // IMMEDIATE transaction holds the write lock, so nobody appends between check and insert.
+        let last: Option<i64> = tx
+            .prepare_cached("SELECT max(seq) FROM events WHERE session_id = ?1")
+            .and_then(|mut stmt| stmt.query_row([session_id], |r| r.get(0)))
             .map_err(|e| self.db_err(e))?;
-        let Some((app_name, user_id)) = owner else {
-            let actual: Option<i64> = tx
-                .query_row(
-                    "SELECT last_seq FROM sessions WHERE id = ?1",
-                    [session_id],
-                    |r| r.get(0),
-                )
-                .optional()
-                .map_err(|e| self.db_err(e))?;
-            return Err(match actual {
-                None => StoreError::SessionNotFound(session_id.to_owned()),
-                Some(actual) => StoreError::StaleSequence {
-                    session_id: session_id.to_owned(),
-                    expected: expected_seq,
-                    actual: u64::try_from(actual).unwrap_or(0),
-                },
-            });
+        let actual = match last {
+            Some(last) => u64::try_from(last).unwrap_or(0),
+            None if session_exists(&tx, session_id).map_err(|e| self.db_err(e))? => 0,
+            None => return Err(StoreError::SessionNotFound(session_id.to_owned())),
         };
+        if actual != expected_seq {
+            return Err(StoreError::StaleSequence {
+                session_id: session_id.to_owned(),
+                expected: expected_seq,
+                actual,
+            });
+        }
         tx.prepare_cached(
             "INSERT INTO events (session_id, seq, id, invocation_id, author, timestamp, data)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -233,14 +221,11 @@ impl Store {
             ])
         })
         .map_err(|e| self.db_err(e))?;
-        write_state(
-            &tx,
-            session_id,
-            &app_name,
-            &user_id,
-            &event.actions.state_delta,
-        )
-        .map_err(|e| self.db_err(e))?;
+        if !event.actions.state_delta.is_empty() {
+            let (app_name, user_id) = session_owner(&tx, session_id).map_err(|e| self.db_err(e))?;
+            write_state(&tx, session_id, &app_name, &user_id, &event.actions.state_delta)
+                .map_err(|e| self.db_err(e))?;
+        }
         tx.commit().map_err(|e| self.db_err(e))?;
         Ok(seq)
     }
@@ -249,7 +234,7 @@ impl Store {
     pub fn session_meta(&self, session_id: &str) -> Result<SessionMeta, StoreError> {
         let conn = self.conn();
         conn.query_row(
-            "SELECT id, app_name, user_id, created_at, updated_at, last_seq FROM sessions WHERE id = ?1",
+            &format!("{META_SELECT} WHERE s.id = ?1"),
             [session_id],
             meta_from_row,
         )
@@ -305,10 +290,9 @@ impl Store {
     ) -> Result<Vec<SessionMeta>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn
-            .prepare_cached(
-                "SELECT id, app_name, user_id, created_at, updated_at, last_seq FROM sessions
-                 WHERE app_name = ?1 AND user_id = ?2 ORDER BY updated_at DESC, id",
-            )
+            .prepare_cached(&format!(
+                "{META_SELECT} WHERE s.app_name = ?1 AND s.user_id = ?2 ORDER BY 5 DESC, s.id"
+            ))
             .map_err(|e| self.db_err(e))?;
         stmt.query_map([app_name, user_id], meta_from_row)
             .and_then(Iterator::collect)
@@ -474,6 +458,26 @@ fn read_state(conn: &Connection, meta: &SessionMeta) -> rusqlite::Result<StateMa
         "",
     )?;
     Ok(state)
+}
+
+/// A session's bookkeeping, derived from its newest event (one index probe each) rather than
+/// stored, so appends never rewrite the session row.
+const META_SELECT: &str = "SELECT s.id, s.app_name, s.user_id, s.created_at,
+        coalesce((SELECT e.timestamp FROM events e WHERE e.session_id = s.id
+                  ORDER BY e.seq DESC LIMIT 1), s.created_at),
+        coalesce((SELECT max(e.seq) FROM events e WHERE e.session_id = s.id), 0)
+    FROM sessions s";
+
+fn session_exists(conn: &Connection, session_id: &str) -> rusqlite::Result<bool> {
+    conn.prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")?
+        .query_row([session_id], |_| Ok(()))
+        .optional()
+        .map(|found| found.is_some())
+}
+
+fn session_owner(conn: &Connection, session_id: &str) -> rusqlite::Result<(String, String)> {
+    conn.prepare_cached("SELECT app_name, user_id FROM sessions WHERE id = ?1")?
+        .query_row([session_id], |r| Ok((r.get(0)?, r.get(1)?)))
 }
 
 fn meta_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionMeta> {

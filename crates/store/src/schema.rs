@@ -14,11 +14,9 @@ CREATE TABLE sessions (
     id          TEXT PRIMARY KEY,
     app_name    TEXT NOT NULL,
     user_id     TEXT NOT NULL,
-    created_at  INTEGER NOT NULL,
-    updated_at  INTEGER NOT NULL,
-    last_seq    INTEGER NOT NULL DEFAULT 0
+    created_at  INTEGER NOT NULL
 ) STRICT;
-CREATE INDEX sessions_by_user ON sessions (app_name, user_id, updated_at);
+CREATE INDEX sessions_by_user ON sessions (app_name, user_id);
 
 -- Append-only. The primary key is the per-session sequence, so loading a session is one range
 -- scan and an append touches one index whatever the session's length.
