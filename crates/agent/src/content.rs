@@ -122,7 +122,7 @@ impl Blob {
         let is_audio = self
             .mime_type
             .as_deref()
-            .is_some_and(|m| m.starts_with("audio/"));
+            .is_some_and(|m| m.get(..6).is_some_and(|p| p.eq_ignore_ascii_case("audio/")));
         if is_audio {
             self.cached_transcript.as_deref()
         } else {
@@ -141,7 +141,7 @@ pub struct FunctionCall {
     /// The function's name.
     pub name: String,
     /// The arguments as a JSON object.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::json::null_as_default")]
     pub args: Map<String, Value>,
 }
 
@@ -169,7 +169,7 @@ pub struct FunctionResponse {
     /// The function's name.
     pub name: String,
     /// The response as a JSON object.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::json::null_as_default")]
     pub response: Map<String, Value>,
 }
 
@@ -463,7 +463,7 @@ fn object(value: Value) -> Map<String, Value> {
 #[serde(deny_unknown_fields)]
 pub struct Content {
     /// The parts of the message.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::json::null_as_default")]
     pub parts: Vec<Part>,
     /// Who wrote it: `user` or `model`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -18,25 +18,49 @@ pub const USER_AUTHOR: &str = ROLE_USER;
 #[serde(deny_unknown_fields)]
 pub struct EventActions {
     /// Do not call the model to summarise this function response.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(
+        default,
+        deserialize_with = "crate::json::null_as_default",
+        skip_serializing_if = "is_false"
+    )]
     pub skip_summarization: bool,
     /// The changes this event made to the variables; a `null` value removes the key.
-    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "crate::json::null_as_default",
+        skip_serializing_if = "Map::is_empty"
+    )]
     pub state_delta: StateMap,
     /// Artifacts changed by this event: file name → version.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "crate::json::null_as_default",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub artifact_delta: BTreeMap<String, i64>,
     /// Hand the conversation to this agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transfer_to_agent: Option<String>,
     /// The agent escalates to a higher-level agent.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(
+        default,
+        deserialize_with = "crate::json::null_as_default",
+        skip_serializing_if = "is_false"
+    )]
     pub escalate: bool,
     /// Sign-in requests of this event's tool responses: function-call id → the auth config.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "crate::json::null_as_default",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub requested_auth_configs: BTreeMap<String, Map<String, Value>>,
     /// The agent loop stops after this event.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(
+        default,
+        deserialize_with = "crate::json::null_as_default",
+        skip_serializing_if = "is_false"
+    )]
     pub end_invocation: bool,
 }
 
@@ -67,16 +91,32 @@ pub struct Event {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<Content>,
     /// What the event did.
-    #[serde(default, skip_serializing_if = "EventActions::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "crate::json::null_as_default",
+        skip_serializing_if = "EventActions::is_empty"
+    )]
     pub actions: EventActions,
     /// Ids of long-running function calls.
-    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "crate::json::null_as_default",
+        skip_serializing_if = "BTreeSet::is_empty"
+    )]
     pub long_running_tool_ids: BTreeSet<String>,
     /// An incomplete chunk of a streamed model response.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(
+        default,
+        deserialize_with = "crate::json::null_as_default",
+        skip_serializing_if = "is_false"
+    )]
     pub partial: bool,
     /// The current turn is complete.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(
+        default,
+        deserialize_with = "crate::json::null_as_default",
+        skip_serializing_if = "is_false"
+    )]
     pub turn_complete: bool,
     /// An error code, when something went wrong.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -85,7 +125,11 @@ pub struct Event {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_message: Option<String>,
     /// The turn was interrupted.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(
+        default,
+        deserialize_with = "crate::json::null_as_default",
+        skip_serializing_if = "is_false"
+    )]
     pub interrupted: bool,
     /// `agent_1.agent_2.agent_3`: the agent path, so sub-agents need not see their peers' history.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -108,7 +108,7 @@ pub struct ExternalResponse {
     /// The HTTP status code.
     pub status_code: u16,
     /// Why it failed; empty when it did not.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::json::null_as_default")]
     pub reason: String,
 }
 

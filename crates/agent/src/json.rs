@@ -59,3 +59,13 @@ pub fn from_value<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, Da
     }
     serde_path_to_error::deserialize(value).map_err(to_data_error::<T>)
 }
+
+/// Reads `null` as the field's default, as Python's `None` is written for an unset `Optional`
+/// list, map or flag; without this a document from user code would be rejected for saying "none".
+pub(crate) fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + serde::Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}

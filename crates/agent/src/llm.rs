@@ -46,7 +46,7 @@ impl FunctionDeclaration {
 #[serde(deny_unknown_fields)]
 pub struct ToolDeclaration {
     /// The functions.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::json::null_as_default")]
     pub function_declarations: Vec<FunctionDeclaration>,
 }
 
@@ -58,10 +58,18 @@ pub struct GenerateContentConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_instruction: Option<Content>,
     /// The tools the model may use.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "crate::json::null_as_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub tools: Vec<ToolDeclaration>,
     /// Names of tools the model must ignore; this overrides `tools`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "crate::json::null_as_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub excluded_tools: Vec<String>,
 }
 
@@ -110,7 +118,7 @@ pub struct LlmRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// The conversation sent to the model.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::json::null_as_default")]
     pub contents: Vec<Content>,
     /// Model settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]

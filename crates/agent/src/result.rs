@@ -141,10 +141,14 @@ pub struct ToolResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authorize_url: Option<String>,
     /// The Feishu scopes the call needs, for `NeedsUserAuth`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "crate::json::null_as_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub auth_scopes: Vec<String>,
     /// Marks the result as an error even when the outcome alone would not.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::json::null_as_default")]
     pub is_error: bool,
 }
 

@@ -1861,3 +1861,33 @@ fn malformed_text_is_an_error_not_a_panic() {
     let err = agent::json::from_str::<Vec<Event>>(r#"[{"id": 1}]"#).unwrap_err();
     assert_eq!(err.path, "[0].id");
 }
+
+#[test]
+fn null_for_an_optional_list_map_or_flag_reads_as_its_default() {
+    // What Python writes for unset Optional fields must be accepted, not rejected.
+    let call: FunctionCall = agent::json::from_str(r#"{"name":"f","args":null}"#).unwrap();
+    assert!(call.args.is_empty());
+    let event: Event = agent::json::from_str(
+        r#"{"id":"e","invocation_id":"i","author":"user","timestamp":1,"content":{"parts":null,"role":"user"},
+            "actions":{"state_delta":null,"escalate":null,"requested_auth_configs":null},
+            "long_running_tool_ids":null,"partial":null,"turn_complete":null,"interrupted":null}"#,
+    )
+    .unwrap();
+    assert!(event.parts().is_empty());
+    assert!(event.actions.is_empty());
+    assert!(!event.partial && !event.turn_complete && !event.interrupted);
+    let config: GenerateContentConfig =
+        agent::json::from_str(r#"{"tools":null,"excluded_tools":null}"#).unwrap();
+    assert_eq!(config, GenerateContentConfig::default());
+    // A wrong type is still an error.
+    assert!(agent::json::from_str::<FunctionCall>(r#"{"name":"f","args":[1]}"#).is_err());
+}
+
+#[test]
+fn the_transcript_is_shown_for_audio_in_any_letter_case() {
+    let mut blob = Blob::new("Audio/OGG");
+    blob.cached_transcript = Some("明天见".to_owned());
+    assert_eq!(blob.transcript(), Some("明天见"));
+    blob.mime_type = Some("aud".to_owned());
+    assert_eq!(blob.transcript(), None);
+}

@@ -23,10 +23,16 @@ fn sample_event(i: usize) -> Event {
     Event::new(format!("inv-{}", i / 4), "assistant")
         .with_content(Content::new(
             "model",
-            vec![Part::from_text("我先看看你明天的日程，然后帮你安排与产品团队的周会。"), Part::FunctionCall(call)],
+            vec![
+                Part::from_text("我先看看你明天的日程，然后帮你安排与产品团队的周会。"),
+                Part::FunctionCall(call),
+            ],
         ))
         .with_actions(EventActions {
-            state_delta: json!({"last_tool": "list_calendar_events"}).as_object().unwrap().clone(),
+            state_delta: json!({"last_tool": "list_calendar_events"})
+                .as_object()
+                .unwrap()
+                .clone(),
             ..EventActions::default()
         })
 }
@@ -52,7 +58,9 @@ fn append(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(5));
 
     let store = Store::open(dir.path().join("store.db")).unwrap();
-    store.create_session("bench", "u", Some("s"), &StateMap::new()).unwrap();
+    store
+        .create_session("bench", "u", Some("s"), &StateMap::new())
+        .unwrap();
     // Most events change no state; the budget is for those. One that does is measured beside it.
     let mut event = sample_event(1);
     let with_delta = event.clone();
@@ -65,13 +73,16 @@ fn append(c: &mut Criterion) {
     });
     group.bench_function("store_append_event_with_state_delta", |b| {
         b.iter(|| {
-            last = store.append_event("s", last, black_box(&with_delta)).unwrap();
+            last = store
+                .append_event("s", last, black_box(&with_delta))
+                .unwrap();
         });
     });
 
     // The same row, the same bytes, the same table shape and pragmas, inserted directly.
     let raw = Connection::open(dir.path().join("raw.db")).unwrap();
-    raw.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0)).unwrap();
+    raw.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))
+        .unwrap();
     raw.pragma_update(None, "synchronous", "NORMAL").unwrap();
     raw.execute_batch(
         "CREATE TABLE events (session_id TEXT NOT NULL, seq INTEGER NOT NULL, id TEXT NOT NULL,
@@ -89,7 +100,15 @@ fn append(c: &mut Criterion) {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )
             .unwrap()
-            .execute(params!["s", seq, event.id, event.invocation_id, event.author, event.timestamp, black_box(&data)])
+            .execute(params![
+                "s",
+                seq,
+                event.id,
+                event.invocation_id,
+                event.author,
+                event.timestamp,
+                black_box(&data)
+            ])
             .unwrap();
         });
     });
@@ -99,7 +118,9 @@ fn append(c: &mut Criterion) {
 fn load(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path().join("load.db")).unwrap();
-    store.create_session("bench", "u", Some("s"), &StateMap::new()).unwrap();
+    store
+        .create_session("bench", "u", Some("s"), &StateMap::new())
+        .unwrap();
     for i in 0..10_000 {
         store.append_event("s", i as u64, &varied_event(i)).unwrap();
     }

@@ -223,8 +223,14 @@ impl Store {
         .map_err(|e| self.db_err(e))?;
         if !event.actions.state_delta.is_empty() {
             let (app_name, user_id) = session_owner(&tx, session_id).map_err(|e| self.db_err(e))?;
-            write_state(&tx, session_id, &app_name, &user_id, &event.actions.state_delta)
-                .map_err(|e| self.db_err(e))?;
+            write_state(
+                &tx,
+                session_id,
+                &app_name,
+                &user_id,
+                &event.actions.state_delta,
+            )
+            .map_err(|e| self.db_err(e))?;
         }
         tx.commit().map_err(|e| self.db_err(e))?;
         Ok(seq)

@@ -279,7 +279,7 @@ fn stored_state_is_the_fold_of_the_deltas() {
         x ^= x >> 7;
         x ^= x << 17;
         let key = keys[(x % keys.len() as u64) as usize];
-        let value = if x % 5 == 0 {
+        let value = if x.is_multiple_of(5) {
             Value::Null
         } else {
             json!({"v": x % 1000, "s": "值"})
