@@ -66,6 +66,22 @@ pub struct Store {
 impl Store {
     /// Opens the database at `path`, creating it (readable by this user only) when missing, and
     /// brings its schema up to date.
+    ///
+    /// ```
+    /// use agent::{Content, Event, StateMap};
+    /// use store::{Store, StoreError};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let store = Store::open(dir.path().join("companion.db"))?;
+    /// let session = store.create_session("app", "me", None, &StateMap::new())?;
+    /// let hello = Event::new("inv-1", "user").with_content(Content::user_text("你好"));
+    /// assert_eq!(store.append_event(&session.id, 0, &hello)?, 1);
+    /// // A writer that has not seen event 1 cannot append after 0 again.
+    /// let stale = store.append_event(&session.id, 0, &hello);
+    /// assert!(matches!(stale, Err(StoreError::StaleSequence { actual: 1, .. })));
+    /// assert_eq!(store.load_session(&session.id)?.events, vec![hello]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Store, StoreError> {
         let path = path.as_ref().to_path_buf();
         create_private_file(&path)?;
