@@ -395,46 +395,37 @@ fn write_state(
     delta: &StateMap,
 ) -> rusqlite::Result<()> {
     for (key, value) in delta {
-        let text = (!value.is_null()).then(|| value.to_string());
-        match (StateScope::of(key), text) {
-            (StateScope::Temp, _) => {}
-            (StateScope::Session, Some(text)) => {
-                conn.prepare_cached(
+        // Each scope's table is keyed by its owner columns, then the variable's key.
+        let (owner, upsert, delete): (&[&dyn rusqlite::ToSql], &str, &str) =
+            match StateScope::of(key) {
+                StateScope::Temp => continue,
+                StateScope::Session => (
+                    &[&session_id],
                     "INSERT INTO session_state (session_id, key, value) VALUES (?1, ?2, ?3)
-                     ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value",
-                )?
-                .execute(params![session_id, key, text])?;
-            }
-            (StateScope::Session, None) => {
-                conn.prepare_cached(
+                 ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value",
                     "DELETE FROM session_state WHERE session_id = ?1 AND key = ?2",
-                )?
-                .execute(params![session_id, key])?;
-            }
-            (StateScope::User, Some(text)) => {
-                conn.prepare_cached(
+                ),
+                StateScope::User => (
+                    &[&app_name, &user_id],
                     "INSERT INTO user_state (app_name, user_id, key, value) VALUES (?1, ?2, ?3, ?4)
-                     ON CONFLICT (app_name, user_id, key) DO UPDATE SET value = excluded.value",
-                )?
-                .execute(params![app_name, user_id, key, text])?;
-            }
-            (StateScope::User, None) => {
-                conn.prepare_cached(
+                 ON CONFLICT (app_name, user_id, key) DO UPDATE SET value = excluded.value",
                     "DELETE FROM user_state WHERE app_name = ?1 AND user_id = ?2 AND key = ?3",
-                )?
-                .execute(params![app_name, user_id, key])?;
-            }
-            (StateScope::App, Some(text)) => {
-                conn.prepare_cached(
+                ),
+                StateScope::App => (
+                    &[&app_name],
                     "INSERT INTO app_state (app_name, key, value) VALUES (?1, ?2, ?3)
-                     ON CONFLICT (app_name, key) DO UPDATE SET value = excluded.value",
-                )?
-                .execute(params![app_name, key, text])?;
-            }
-            (StateScope::App, None) => {
-                conn.prepare_cached("DELETE FROM app_state WHERE app_name = ?1 AND key = ?2")?
-                    .execute(params![app_name, key])?;
-            }
+                 ON CONFLICT (app_name, key) DO UPDATE SET value = excluded.value",
+                    "DELETE FROM app_state WHERE app_name = ?1 AND key = ?2",
+                ),
+            };
+        let mut args = owner.to_vec();
+        args.push(key);
+        if value.is_null() {
+            conn.prepare_cached(delete)?.execute(args.as_slice())?;
+        } else {
+            let text = value.to_string();
+            args.push(&text);
+            conn.prepare_cached(upsert)?.execute(args.as_slice())?;
         }
     }
     Ok(())
