@@ -16,6 +16,7 @@ pub mod event;
 pub mod http;
 pub mod json;
 pub mod llm;
+pub mod persist;
 pub mod result;
 pub mod state;
 
