@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::content::{Content, Part};
-use crate::event::Event;
+use crate::event::{Event, EventActions};
 use crate::state::{SESSION_VARIABLE, SessionInfo, StateMap, apply_delta};
 
 /// Session information available while a callback runs.
@@ -169,15 +169,31 @@ pub struct ToolContext {
     context: CallbackContext,
     /// The id of the function call being executed.
     pub function_call_id: String,
+    /// The key a write must pass to the service (Feishu's `uuid`, `idempotency_key` or
+    /// `client_token`), the same on every retry of this call.
+    pub idempotency_key: String,
+    /// Actions the tool asks for (escalate, transfer, end the invocation, skip summarisation);
+    /// they go on the function response's event with the state changes.
+    pub actions: EventActions,
 }
 
 impl ToolContext {
-    /// The context of the call `function_call_id`.
+    /// The context of the call `function_call_id`; its idempotency key is the call id until set.
     pub fn new(context: CallbackContext, function_call_id: impl Into<String>) -> Self {
+        let function_call_id = function_call_id.into();
         ToolContext {
             context,
-            function_call_id: function_call_id.into(),
+            idempotency_key: function_call_id.clone(),
+            function_call_id,
+            actions: EventActions::default(),
         }
+    }
+
+    /// Sets the idempotency key.
+    #[must_use]
+    pub fn with_idempotency_key(mut self, key: impl Into<String>) -> Self {
+        self.idempotency_key = key.into();
+        self
     }
 
     /// The callback context this tool context extends.

@@ -10,25 +10,42 @@
 //!
 //! It knows nothing of Feishu, HTTP servers, SQLite or Tauri: those depend on it, never the reverse.
 
+pub mod agent;
+pub mod clock;
 pub mod content;
 pub mod context;
+pub mod engine;
 pub mod event;
 pub mod http;
 pub mod json;
 pub mod llm;
+pub mod model;
 pub mod persist;
 pub mod result;
 pub mod state;
+pub mod tool;
 
+pub use agent::{AgentError, Callbacks, LlmAgent, LlmAgentBuilder};
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use content::{
     Blob, Content, CustomizedResponse, FunctionCall, FunctionResponse, Part, ROLE_MODEL, ROLE_USER,
 };
 pub use context::{CallbackContext, ToolContext};
+pub use engine::{
+    Decision, Engine, EngineConfig, EngineError, EngineEvent, RecoveryReport, Settlement,
+    TurnOutcome,
+};
 pub use event::{Event, EventActions, USER_AUTHOR, now_millis};
 pub use http::{ExternalResponse, HttpMethod, StatusError};
 pub use json::DataError;
 pub use llm::{
     FunctionDeclaration, GenerateContentConfig, LlmRequest, LlmResponse, Tool, ToolDeclaration,
 };
+pub use model::{Model, ModelError, ModelStream, ScriptedModel};
+pub use persist::{
+    CallRecord, CallStatus, EngineStore, InvocationRecord, InvocationStatus, Rule, RuleEffect,
+    Verdict,
+};
 pub use result::{ToolOutcome, ToolResult, ToolReturn, coerce_tool_result};
 pub use state::{SessionInfo, StateMap, StateScope};
+pub use tool::{AgentTool, Approval, FunctionTool};

@@ -134,6 +134,29 @@ pub struct LlmResponse {
     /// The content is an incomplete chunk; the agent goes on after emitting it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partial: Option<bool>,
+    /// Function calls whose arguments were not valid JSON. The engine answers each with an error
+    /// so the model can correct itself, rather than failing the turn.
+    #[serde(
+        default,
+        deserialize_with = "crate::json::null_as_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub malformed_calls: Vec<MalformedCall>,
+}
+
+/// A function call the model made with arguments that do not parse.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MalformedCall {
+    /// The call's id, as the model gave it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The function the model tried to call.
+    pub name: String,
+    /// The arguments exactly as received.
+    pub arguments: String,
+    /// Why they do not parse.
+    pub error: String,
 }
 
 impl LlmResponse {
@@ -149,6 +172,7 @@ impl LlmResponse {
         LlmResponse {
             content: Content::new(ROLE_MODEL, parts),
             partial: None,
+            malformed_calls: Vec::new(),
         }
     }
 

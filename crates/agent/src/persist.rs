@@ -37,7 +37,10 @@ pub enum InvocationStatus {
 impl InvocationStatus {
     /// Whether the turn can still move on.
     pub fn is_open(self) -> bool {
-        matches!(self, InvocationStatus::Running | InvocationStatus::Suspended)
+        matches!(
+            self,
+            InvocationStatus::Running | InvocationStatus::Suspended
+        )
     }
 }
 
@@ -214,7 +217,10 @@ impl Rule {
         self.tool == tool
             && self.revoked_at.is_none()
             && self.expires_at.is_none_or(|at| now < at)
-            && self.arg_constraints.iter().all(|(k, v)| args.get(k) == Some(v))
+            && self
+                .arg_constraints
+                .iter()
+                .all(|(k, v)| args.get(k) == Some(v))
     }
 }
 

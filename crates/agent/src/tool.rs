@@ -1,0 +1,173 @@
+//! Tools as the engine runs them: a name, a description, a JSON-Schema for the arguments, whether
+//! a call needs the user's approval, the Feishu scopes it needs, and whether Feishu deduplicates
+//! its writes by idempotency key (which decides what happens to a write interrupted by a crash).
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+use crate::context::ToolContext;
+use crate::llm::FunctionDeclaration;
+use crate::result::ToolReturn;
+
+/// A function the agent's model can call.
+#[async_trait]
+pub trait AgentTool: Send + Sync {
+    /// The function's name, as the model calls it.
+    fn name(&self) -> &str;
+
+    /// What it does, for the model.
+    fn description(&self) -> &str;
+
+    /// The arguments' JSON Schema (an object schema).
+    fn parameters(&self) -> Value;
+
+    /// Whether this call must wait for the user's approval before it runs. Writes say yes.
+    fn requires_approval(&self, _args: &Map<String, Value>) -> bool {
+        false
+    }
+
+    /// The Feishu scopes the tool needs.
+    fn scopes(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Whether the service deduplicates this tool's writes by the call's idempotency key, so a
+    /// write interrupted by a crash may be sent again with the same key.
+    fn deduplicates(&self) -> bool {
+        false
+    }
+
+    /// Runs the call. `ctx.idempotency_key` is the key a write must pass to the service.
+    async fn run(&self, args: Map<String, Value>, ctx: &mut ToolContext) -> ToolReturn;
+
+    /// The declaration shown to the model.
+    fn declaration(&self) -> FunctionDeclaration {
+        FunctionDeclaration::new(self.name(), self.description(), self.parameters())
+    }
+}
+
+/// When a [`FunctionTool`] needs approval.
+#[derive(Clone, Default)]
+pub enum Approval {
+    /// Never: a read.
+    #[default]
+    Never,
+    /// Always: a write.
+    Always,
+    /// Depending on the arguments (e.g. only for chats with many members).
+    When(Arc<dyn Fn(&Map<String, Value>) -> bool + Send + Sync>),
+}
+
+impl fmt::Debug for Approval {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Approval::Never => f.write_str("Never"),
+            Approval::Always => f.write_str("Always"),
+            Approval::When(_) => f.write_str("When(..)"),
+        }
+    }
+}
+
+type Handler = Arc<dyn Fn(Map<String, Value>, &mut ToolContext) -> ToolReturn + Send + Sync>;
+
+/// A tool made of a synchronous function: for simple tools and tests.
+#[derive(Clone)]
+pub struct FunctionTool {
+    name: String,
+    description: String,
+    parameters: Value,
+    approval: Approval,
+    scopes: Vec<String>,
+    deduplicates: bool,
+    handler: Handler,
+}
+
+impl fmt::Debug for FunctionTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FunctionTool")
+            .field("name", &self.name)
+            .field("approval", &self.approval)
+            .field("scopes", &self.scopes)
+            .field("deduplicates", &self.deduplicates)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FunctionTool {
+    /// A read tool (no approval) running `handler`.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        parameters: Value,
+        handler: impl Fn(Map<String, Value>, &mut ToolContext) -> ToolReturn + Send + Sync + 'static,
+    ) -> Self {
+        FunctionTool {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+            approval: Approval::Never,
+            scopes: Vec::new(),
+            deduplicates: false,
+            handler: Arc::new(handler),
+        }
+    }
+
+    /// Sets when the tool needs approval.
+    #[must_use]
+    pub fn with_approval(mut self, approval: Approval) -> Self {
+        self.approval = approval;
+        self
+    }
+
+    /// Sets the Feishu scopes it needs.
+    #[must_use]
+    pub fn with_scopes<I: IntoIterator<Item = S>, S: Into<String>>(mut self, scopes: I) -> Self {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Declares that the service deduplicates its writes by idempotency key.
+    #[must_use]
+    pub fn deduplicated(mut self) -> Self {
+        self.deduplicates = true;
+        self
+    }
+}
+
+#[async_trait]
+impl AgentTool for FunctionTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn parameters(&self) -> Value {
+        self.parameters.clone()
+    }
+
+    fn requires_approval(&self, args: &Map<String, Value>) -> bool {
+        match &self.approval {
+            Approval::Never => false,
+            Approval::Always => true,
+            Approval::When(predicate) => predicate(args),
+        }
+    }
+
+    fn scopes(&self) -> Vec<String> {
+        self.scopes.clone()
+    }
+
+    fn deduplicates(&self) -> bool {
+        self.deduplicates
+    }
+
+    async fn run(&self, args: Map<String, Value>, ctx: &mut ToolContext) -> ToolReturn {
+        (self.handler)(args, ctx)
+    }
+}
