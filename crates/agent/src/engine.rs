@@ -663,7 +663,21 @@ impl Engine {
             );
             event.actions.state_delta = delta;
             event.turn_complete = true;
-            return self.finish(s, &mut turn, InvocationStatus::Completed, vec![event]);
+            // The agent did not run, so neither do its after_agent callbacks (as in ADK).
+            turn.inv.status = InvocationStatus::Completed;
+            turn.inv.updated_at = self.now();
+            self.commit(
+                s,
+                Commit {
+                    events: vec![event],
+                    invocations: vec![turn.inv.clone()],
+                    ..Commit::default()
+                },
+            )?;
+            return Ok(TurnOutcome {
+                invocation_id: turn.inv.id.clone(),
+                status: InvocationStatus::Completed,
+            });
         }
         if !delta.is_empty() {
             let mut event = self.agent_event(&turn, None);

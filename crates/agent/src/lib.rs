@@ -39,7 +39,8 @@ pub use event::{Event, EventActions, USER_AUTHOR, now_millis};
 pub use http::{ExternalResponse, HttpMethod, StatusError};
 pub use json::DataError;
 pub use llm::{
-    FunctionDeclaration, GenerateContentConfig, LlmRequest, LlmResponse, Tool, ToolDeclaration,
+    FunctionDeclaration, GenerateContentConfig, LlmRequest, LlmResponse, MalformedCall, Tool,
+    ToolDeclaration,
 };
 pub use model::{Model, ModelError, ModelStream, ScriptedModel};
 pub use persist::{

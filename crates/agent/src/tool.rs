@@ -49,6 +49,9 @@ pub trait AgentTool: Send + Sync {
     }
 }
 
+/// Decides from the arguments whether a call needs approval.
+pub type ApprovalPredicate = Arc<dyn Fn(&Map<String, Value>) -> bool + Send + Sync>;
+
 /// When a [`FunctionTool`] needs approval.
 #[derive(Clone, Default)]
 pub enum Approval {
@@ -58,7 +61,7 @@ pub enum Approval {
     /// Always: a write.
     Always,
     /// Depending on the arguments (e.g. only for chats with many members).
-    When(Arc<dyn Fn(&Map<String, Value>) -> bool + Send + Sync>),
+    When(ApprovalPredicate),
 }
 
 impl fmt::Debug for Approval {

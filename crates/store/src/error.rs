@@ -77,6 +77,32 @@ pub enum StoreError {
         /// Which field is wrong.
         source: DataError,
     },
+    /// One stored engine record (an invocation, call, rule, journal or audit row) cannot be read
+    /// back.
+    #[error(
+        "{table} row {key} in {} cannot be read ({source}); the database has been left untouched.",
+        path.display()
+    )]
+    CorruptRecord {
+        /// The database file.
+        path: PathBuf,
+        /// The table holding the row.
+        table: &'static str,
+        /// The row's key (a call id, an invocation id, `call_id/attempt`, an audit id…).
+        key: String,
+        /// Which field is wrong. Boxed to keep every `Result<_, StoreError>` small.
+        source: Box<DataError>,
+    },
+    /// An engine record could not be turned into JSON.
+    #[error("cannot serialise {what} {key}: {source}")]
+    SerializeRecord {
+        /// The kind of record.
+        what: &'static str,
+        /// Its key.
+        key: String,
+        /// serde's description of the problem.
+        source: serde_json::Error,
+    },
     /// No session has this id.
     #[error("session {0} does not exist")]
     SessionNotFound(String),

@@ -8,9 +8,14 @@
 //! optimistic: the caller says which sequence it saw last, and a stale caller gets
 //! [`StoreError::StaleSequence`] instead of interleaving its events with another writer's.
 //!
+//! The store also implements the engine's persistence, [`agent::persist::EngineStore`]: the
+//! invocations, held calls, rules, dispatch journal and audit trail live in the same database, so a
+//! whole engine step (events and records together) is one transaction.
+//!
 //! The store never deletes or recreates a user's database file on its own: a damaged file, one it
 //! cannot read, or one written by a newer version is reported with the file's path and what to do.
 
+mod engine;
 mod error;
 mod schema;
 
@@ -19,7 +24,9 @@ use std::sync::{Mutex, MutexGuard};
 
 use agent::state::{APP_PREFIX, StateScope, USER_PREFIX};
 use agent::{Event, StateMap};
-use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{
+    Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params,
+};
 use serde_json::Value;
 
 pub use error::StoreError;
@@ -192,28 +199,45 @@ impl Store {
         expected_seq: u64,
         event: &Event,
     ) -> Result<u64, StoreError> {
-        if event.partial {
-            return Err(StoreError::PartialEvent);
-        }
-        let data = serialize_event(event)?;
-        let seq = expected_seq + 1;
-        let seq_sql = to_sql_seq(seq)?;
+        let events = std::slice::from_ref(event);
+        let data = serialize_events(events)?;
         let mut conn = self.conn();
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.db_err(e))?;
-        // The sequence check reads the end of the events index and writes nothing: a session row
-        // rewritten on every append would double the pages each commit puts in the WAL. The
-        // IMMEDIATE transaction holds the write lock, so nobody appends between check and insert.
+        let seq = self.append_in(&tx, session_id, expected_seq, events, &data)?;
+        tx.commit().map_err(|e| self.db_err(e))?;
+        Ok(seq)
+    }
+
+    /// The session's last sequence (0 for none), read inside `tx`.
+    fn last_seq_in(&self, tx: &Transaction<'_>, session_id: &str) -> Result<u64, StoreError> {
+        // Reads the end of the events index and writes nothing: a session row rewritten on every
+        // append would double the pages each commit puts in the WAL.
         let last: Option<i64> = tx
             .prepare_cached("SELECT max(seq) FROM events WHERE session_id = ?1")
             .and_then(|mut stmt| stmt.query_row([session_id], |r| r.get(0)))
             .map_err(|e| self.db_err(e))?;
-        let actual = match last {
-            Some(last) => u64::try_from(last).unwrap_or(0),
-            None if session_exists(&tx, session_id).map_err(|e| self.db_err(e))? => 0,
-            None => return Err(StoreError::SessionNotFound(session_id.to_owned())),
-        };
+        match last {
+            Some(last) => Ok(u64::try_from(last).unwrap_or(0)),
+            None if session_exists(tx, session_id).map_err(|e| self.db_err(e))? => Ok(0),
+            None => Err(StoreError::SessionNotFound(session_id.to_owned())),
+        }
+    }
+
+    /// Appends `events` (serialised as `data` by [`serialize_events`]) after `expected_seq` and
+    /// applies their state deltas, inside the caller's IMMEDIATE transaction: it holds the write
+    /// lock, so nobody appends between the sequence check and the inserts. Returns the new last
+    /// sequence (`expected_seq` when `events` is empty, after checking it all the same).
+    fn append_in(
+        &self,
+        tx: &Transaction<'_>,
+        session_id: &str,
+        expected_seq: u64,
+        events: &[Event],
+        data: &[String],
+    ) -> Result<u64, StoreError> {
+        let actual = self.last_seq_in(tx, session_id)?;
         if actual != expected_seq {
             return Err(StoreError::StaleSequence {
                 session_id: session_id.to_owned(),
@@ -221,34 +245,47 @@ impl Store {
                 actual,
             });
         }
-        tx.prepare_cached(
-            "INSERT INTO events (session_id, seq, id, invocation_id, author, timestamp, data)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        )
-        .and_then(|mut stmt| {
-            stmt.execute(params![
-                session_id,
-                seq_sql,
-                event.id,
-                event.invocation_id,
-                event.author,
-                event.timestamp,
-                data
-            ])
-        })
-        .map_err(|e| self.db_err(e))?;
-        if !event.actions.state_delta.is_empty() {
-            let (app_name, user_id) = session_owner(&tx, session_id).map_err(|e| self.db_err(e))?;
-            write_state(
-                &tx,
-                session_id,
-                &app_name,
-                &user_id,
-                &event.actions.state_delta,
+        // Scoped state needs the session's app and user; most steps change no state at all.
+        let owner = if events.iter().any(|e| !e.actions.state_delta.is_empty()) {
+            Some(session_owner(tx, session_id).map_err(|e| self.db_err(e))?)
+        } else {
+            None
+        };
+        let mut seq = expected_seq;
+        for (event, data) in events.iter().zip(data) {
+            seq = seq
+                .checked_add(1)
+                .ok_or(StoreError::SequenceOverflow(seq))?;
+            let seq_sql = to_sql_seq(seq)?;
+            tx.prepare_cached(
+                "INSERT INTO events (session_id, seq, id, invocation_id, author, timestamp, data)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    session_id,
+                    seq_sql,
+                    event.id,
+                    event.invocation_id,
+                    event.author,
+                    event.timestamp,
+                    data
+                ])
+            })
             .map_err(|e| self.db_err(e))?;
+            if let Some((app_name, user_id)) = &owner
+                && !event.actions.state_delta.is_empty()
+            {
+                write_state(
+                    tx,
+                    session_id,
+                    app_name,
+                    user_id,
+                    &event.actions.state_delta,
+                )
+                .map_err(|e| self.db_err(e))?;
+            }
         }
-        tx.commit().map_err(|e| self.db_err(e))?;
         Ok(seq)
     }
 
@@ -367,6 +404,21 @@ fn create_private_file(path: &Path) -> Result<(), StoreError> {
 
 fn to_sql_seq(seq: u64) -> Result<i64, StoreError> {
     i64::try_from(seq).map_err(|_| StoreError::SequenceOverflow(seq))
+}
+
+/// Serialises events for [`Store::append_in`], before any lock is taken. Partial (streamed) events
+/// are previews of a complete event and are refused.
+fn serialize_events(events: &[Event]) -> Result<Vec<String>, StoreError> {
+    events
+        .iter()
+        .map(|event| {
+            if event.partial {
+                Err(StoreError::PartialEvent)
+            } else {
+                serialize_event(event)
+            }
+        })
+        .collect()
 }
 
 /// Serialises an event as stored: `temp:` variables live for one invocation and never reach disk.
