@@ -383,6 +383,12 @@ impl Engine {
             .create_session(&self.inner.config.app_name, user_id, None, state)?)
     }
 
+    /// Loads a session into memory ahead of its next turn (the app does this when the user opens
+    /// it, so the first message does not pay for reading the history).
+    pub async fn open_session(&self, session_id: &str) -> Result<(), EngineError> {
+        self.lock_session(session_id).await.map(drop)
+    }
+
     async fn lock_session(&self, session_id: &str) -> Result<SessionGuard, EngineError> {
         let slot = lock(&self.inner.sessions)
             .entry(session_id.to_owned())
@@ -454,7 +460,9 @@ impl Engine {
                 return Err(e.into());
             }
         }
-        {
+        if !commit.events.is_empty() {
+            // Contexts handed to callbacks share this vector; they must be gone by now, or this
+            // copies the whole history (see the callers, which drop them before committing).
             let events = Arc::make_mut(&mut s.events);
             let mut shared = lock(&self.inner.shared);
             for event in &commit.events {
@@ -650,9 +658,14 @@ impl Engine {
         let node = self.node(&turn.inv.agent_name);
         let callbacks = node.agent.callbacks.before_agent.clone();
         let mut delta = StateMap::new();
-        let mut ctx = self.callback_context(s, &turn);
-        let skip = callbacks.iter().find_map(|cb| cb(&mut ctx));
-        Self::absorb(&mut turn, &mut ctx, &mut delta);
+        let skip = if callbacks.is_empty() {
+            None
+        } else {
+            let mut ctx = self.callback_context(s, &turn);
+            let skip = callbacks.iter().find_map(|cb| cb(&mut ctx));
+            Self::absorb(&mut turn, &mut ctx, &mut delta);
+            skip
+        };
         if let Some(content) = skip {
             let mut event = self.agent_event(
                 &turn,
@@ -1527,6 +1540,7 @@ impl Engine {
             .unwrap_or(result);
         let mut actions = std::mem::take(&mut ctx.actions);
         Self::absorb(&mut tool_turn_ctx, &mut ctx, &mut actions.state_delta);
+        drop(ctx);
         turn.temp = tool_turn_ctx.temp;
         let structured = match &result {
             ToolReturn::Result(r) => Some(r.clone()),
