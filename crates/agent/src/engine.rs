@@ -618,6 +618,17 @@ impl Engine {
             return Err(EngineError::SessionEnded(session_id.to_owned()));
         }
         for inv in self.open_invocations(&s.id)? {
+            // What the user already approved still happens; only what is still held is dropped.
+            let mut turn = Turn {
+                inv: inv.clone(),
+                temp: StateMap::new(),
+                cancel: CancellationToken::new(),
+            };
+            for call in self.open_calls(&inv.id)? {
+                if call.status == CallStatus::Approved {
+                    self.dispatch(s, &mut turn, call).await?;
+                }
+            }
             self.close_invocation(
                 s,
                 inv,
