@@ -387,8 +387,8 @@ async fn always_allow_from_the_card_creates_a_constrained_rule_that_can_expire_a
         .calls(&CallFilter::default())
         .unwrap()
         .into_iter()
-        .rev()
-        .find(|c| c.tool == "send_message")
+        // Found by its arguments: with a manual clock every call has the same creation time.
+        .find(|c| c.args.get("text") == Some(&json!("2")))
         .unwrap();
     assert_eq!(
         second.decision.unwrap().decided_by,
@@ -1329,4 +1329,20 @@ async fn after_a_crash_a_write_without_deduplication_waits_for_the_user_to_settl
         store.call(&call_id).unwrap().unwrap().outcome,
         Some(ToolOutcome::Completed)
     );
+}
+
+#[tokio::test]
+async fn parallel_calls_are_listed_in_the_order_the_model_made_them() {
+    let list: Vec<(&str, Value)> = (0..12)
+        .map(|i| ("send_message", json!({"text": i.to_string()})))
+        .collect();
+    let h = harness(vec![calls(&list)]);
+    h.send("many").await;
+    let texts: Vec<String> = h
+        .pending()
+        .iter()
+        .map(|c| c.args["text"].as_str().unwrap().to_owned())
+        .collect();
+    let expected: Vec<String> = (0..12).map(|i| i.to_string()).collect();
+    assert_eq!(texts, expected);
 }

@@ -406,7 +406,9 @@ fn calls_query(filter: &CallFilter) -> (String, Vec<SqlValue>) {
                 .map(|s| SqlValue::Text(call_status_text(*s))),
         );
     }
-    sql.push_str(" ORDER BY created_at, call_id");
+    // rowid breaks ties in insertion order: parallel calls share a millisecond, and the inbox
+    // must list them in the order the model made them.
+    sql.push_str(" ORDER BY created_at, rowid");
     (sql, args)
 }
 

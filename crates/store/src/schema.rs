@@ -83,11 +83,11 @@ CREATE TABLE tool_calls (
     data           TEXT NOT NULL
 ) STRICT;
 -- Pending approvals and sign-ins across every session.
-CREATE INDEX tool_calls_by_status ON tool_calls (status, created_at, call_id);
+CREATE INDEX tool_calls_by_status ON tool_calls (status, created_at);
 -- A turn's calls, when it resumes.
-CREATE INDEX tool_calls_by_invocation ON tool_calls (invocation_id, created_at, call_id);
+CREATE INDEX tool_calls_by_invocation ON tool_calls (invocation_id, created_at);
 -- A session's calls, and deleting a session without a scan.
-CREATE INDEX tool_calls_by_session ON tool_calls (session_id, created_at, call_id);
+CREATE INDEX tool_calls_by_session ON tool_calls (session_id, created_at);
 
 -- Always-allow and never-allow rules; revoked ones stay, for the record.
 CREATE TABLE rules (

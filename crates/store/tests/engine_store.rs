@@ -593,10 +593,10 @@ fn calls_are_filtered_by_session_invocation_and_status() {
     let list = |filter: CallFilter| -> Vec<String> {
         ids(&store.calls(&filter).unwrap(), |c| c.call_id.as_str())
     };
-    // Oldest first, ties by id.
+    // Oldest first, ties in the order the calls were recorded.
     assert_eq!(
         list(CallFilter::default()),
-        ["c-0", "c-1", "c-4", "c-2", "c-3"]
+        ["c-1", "c-4", "c-0", "c-2", "c-3"]
     );
     assert_eq!(
         list(CallFilter {
@@ -621,7 +621,7 @@ fn calls_are_filtered_by_session_invocation_and_status() {
             ],
             ..CallFilter::default()
         }),
-        ["c-0", "c-4", "c-2", "c-3"]
+        ["c-4", "c-0", "c-2", "c-3"]
     );
     assert_eq!(
         list(CallFilter {
