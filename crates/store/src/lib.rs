@@ -12,12 +12,17 @@
 //! invocations, held calls, rules, dispatch journal and audit trail live in the same database, so a
 //! whole engine step (events and records together) is one transaction.
 //!
+//! The [`vault`] keeps the user's tokens, the app secret and the model API keys in the same
+//! database, encrypted (AES-256-GCM) under a master key held in the OS keychain or a private key
+//! file.
+//!
 //! The store never deletes or recreates a user's database file on its own: a damaged file, one it
 //! cannot read, or one written by a newer version is reported with the file's path and what to do.
 
 mod engine;
 mod error;
 mod schema;
+pub mod vault;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -31,6 +36,7 @@ use serde_json::Value;
 
 pub use error::StoreError;
 pub use schema::SCHEMA_VERSION;
+pub use vault::{SecretString, Vault, VaultError};
 
 /// A session's identity and bookkeeping, without its events.
 #[derive(Debug, Clone, PartialEq, Eq)]

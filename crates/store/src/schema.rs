@@ -130,6 +130,23 @@ CREATE INDEX audit_by_session ON audit_log (session_id, at, id);
 CREATE INDEX audit_by_tool ON audit_log (tool, at, id);
 "#,
     ),
+    // The token vault (design.md §3, crate::vault). Only ciphertext is stored: the master key lives
+    // in the OS keychain or a key file, never in this database.
+    M::up(
+        r#"
+-- One row per secret, AES-256-GCM encrypted with a fresh 96-bit nonce on every write. The name is
+-- the associated data, so a ciphertext copied under another name does not decrypt. `key_id` is the
+-- fingerprint of the master key that wrote the row: it tells which key to look for and lets a
+-- later version re-encrypt under a new key.
+CREATE TABLE secrets (
+    name        TEXT PRIMARY KEY,
+    nonce       BLOB NOT NULL,
+    ciphertext  BLOB NOT NULL,
+    key_id      TEXT NOT NULL,
+    updated_at  INTEGER NOT NULL
+) STRICT;
+"#,
+    ),
 ];
 
 /// The schema version this build writes (SQLite's `user_version`).
