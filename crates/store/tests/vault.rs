@@ -141,6 +141,34 @@ fn a_secret_round_trips_and_can_be_listed_replaced_and_deleted() {
     assert_eq!(vault.names().unwrap(), ["feishu.app_secret", "llm.api_key"]);
 }
 
+/// The app shares one vault between its tasks.
+#[test]
+fn a_vault_can_be_shared_between_threads() {
+    fn shareable<T: Send + Sync>(_: &T) {}
+    let vault = Arc::new(
+        Vault::open(
+            Arc::new(Store::open_in_memory().unwrap()),
+            Box::new(MemoryKeySource::new()),
+        )
+        .unwrap(),
+    );
+    shareable(&vault);
+    let threads: Vec<_> = (0..4)
+        .map(|i| {
+            let vault = vault.clone();
+            std::thread::spawn(move || {
+                let name = format!("secret.{i}");
+                vault.put(&name, name.as_bytes()).unwrap();
+                assert_eq!(get_text(&vault, &name), Some(name));
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    assert_eq!(vault.names().unwrap().len(), 4);
+}
+
 #[test]
 fn names_must_be_short_and_non_empty() {
     let vault = Vault::open(

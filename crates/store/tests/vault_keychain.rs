@@ -139,6 +139,23 @@ fn against_the_real_secret_service() {
     );
     assert!(!key_path.exists());
 
+    // From inside an async runtime, as the app calls it: the keychain client runs its own
+    // runtime, which must never be started on a thread that is already inside one.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let id_in_runtime = runtime.block_on(async {
+        Vault::open(
+            Arc::new(Store::open(&db_path).unwrap()),
+            Box::new(fallback_chain(keychain.clone(), &key_path)),
+        )
+        .unwrap_or_else(|e| fail("open the vault inside an async runtime", &e))
+        .key_id()
+        .to_owned()
+    });
+    assert_eq!(id_in_runtime, created.id());
+
     drop(cleanup);
     assert!(keychain.load().unwrap().is_none(), "deleted");
 }
