@@ -772,6 +772,9 @@ impl Engine {
                 });
             }
             let text = if call.status == CallStatus::OutcomeUnknown {
+                commit
+                    .journal
+                    .extend(self.close_attempts(&call.call_id, None)?);
                 format!("{note}; whether this call took effect is unknown")
             } else {
                 note.to_owned()
@@ -1565,7 +1568,7 @@ impl Engine {
                 call_id: call.call_id.clone(),
                 attempt: n,
                 finished_at: self.now(),
-                outcome,
+                outcome: Some(outcome),
             });
         }
         if outcome == ToolOutcome::NeedsUserAuth {
@@ -1854,6 +1857,7 @@ impl Engine {
             ToolOutcome::Cancelled,
             "The user declined to sign in, so the call did not run.",
             "auth.declined",
+            Vec::new(),
         )?;
         self.resume(s, inv).await
     }
@@ -1866,6 +1870,7 @@ impl Engine {
         outcome: ToolOutcome,
         text: &str,
         kind: &str,
+        journal: Vec<JournalOp>,
     ) -> Result<(), EngineError> {
         let turn = Turn {
             inv: inv.clone(),
@@ -1883,9 +1888,32 @@ impl Engine {
                 events: vec![event],
                 calls: vec![call],
                 audit: vec![audit],
+                journal,
                 ..Commit::default()
             },
         )
+    }
+
+    /// Closes the journal rows of a call's attempts that never finished, with what is now known
+    /// of them, so the journal says how every write ended and recovery stops rereading them.
+    fn close_attempts(
+        &self,
+        call_id: &str,
+        outcome: Option<ToolOutcome>,
+    ) -> Result<Vec<JournalOp>, EngineError> {
+        Ok(self
+            .inner
+            .store
+            .dispatches(call_id)?
+            .into_iter()
+            .filter(|entry| entry.finished_at.is_none())
+            .map(|entry| JournalOp::Finish {
+                call_id: entry.call_id,
+                attempt: entry.attempt,
+                finished_at: self.now(),
+                outcome,
+            })
+            .collect())
     }
 
     /// Settles a write whose outcome a crash made unknown.
@@ -1899,23 +1927,32 @@ impl Engine {
             .await?;
         let s = guard.cache();
         match settlement {
-            Settlement::Happened => self.answer(
-                s,
-                &inv,
-                call,
-                ToolOutcome::Completed,
-                "The user confirmed that this call took effect.",
-                "call.settled",
-            )?,
-            Settlement::DidNotHappen => self.answer(
-                s,
-                &inv,
-                call,
-                ToolOutcome::Failed,
-                "The call did not take effect (confirmed by the user).",
-                "call.settled",
-            )?,
+            Settlement::Happened => {
+                let journal = self.close_attempts(call_id, Some(ToolOutcome::Completed))?;
+                self.answer(
+                    s,
+                    &inv,
+                    call,
+                    ToolOutcome::Completed,
+                    "The user confirmed that this call took effect.",
+                    "call.settled",
+                    journal,
+                )?;
+            }
+            Settlement::DidNotHappen => {
+                let journal = self.close_attempts(call_id, Some(ToolOutcome::Failed))?;
+                self.answer(
+                    s,
+                    &inv,
+                    call,
+                    ToolOutcome::Failed,
+                    "The call did not take effect (confirmed by the user).",
+                    "call.settled",
+                    journal,
+                )?;
+            }
             Settlement::Retry => {
+                let journal = self.close_attempts(call_id, None)?;
                 call.status = CallStatus::Approved;
                 call.updated_at = self.now();
                 call.version += 1;
@@ -1925,6 +1962,7 @@ impl Engine {
                     Commit {
                         calls: vec![call],
                         audit: vec![audit],
+                        journal,
                         ..Commit::default()
                     },
                 )?;
@@ -1973,6 +2011,7 @@ impl Engine {
                 ToolOutcome::Cancelled,
                 "The approval request expired before the user decided, so the call did not run.",
                 "approval.expired",
+                Vec::new(),
             )?;
             if let Err(e) = self.resume(s, inv).await {
                 tracing::warn!(error = %e, "resuming a turn after an expiry failed");
@@ -2112,7 +2151,8 @@ impl Engine {
                     call_id: call.call_id.clone(),
                     attempt: entry.attempt,
                     finished_at: self.now(),
-                    outcome: ToolOutcome::Cancelled,
+                    // It may or may not have gone through; the retry with the same key settles it.
+                    outcome: None,
                 });
                 commit.audit.push(self.audit(
                     s,

@@ -311,8 +311,9 @@ pub enum JournalOp {
         attempt: u32,
         /// When.
         finished_at: i64,
-        /// What the tool returned.
-        outcome: ToolOutcome,
+        /// What the tool returned; `None` when the attempt was abandoned without ever learning
+        /// its outcome (a crash mid-write, later retried, settled by the user or superseded).
+        outcome: Option<ToolOutcome>,
     },
 }
 

@@ -1303,6 +1303,9 @@ async fn after_a_crash_a_deduplicated_write_is_retried_with_the_same_key() {
             .iter()
             .all(|j| j.idempotency_key == record.idempotency_key && j.finished_at.is_some())
     );
+    // The interrupted attempt is closed as "never learned", not as a failure or a cancellation.
+    assert_eq!(journal[0].outcome, None);
+    assert_eq!(journal[1].outcome, Some(ToolOutcome::Completed));
 }
 
 #[tokio::test]
@@ -1329,6 +1332,10 @@ async fn after_a_crash_a_write_without_deduplication_waits_for_the_user_to_settl
         store.call(&call_id).unwrap().unwrap().outcome,
         Some(ToolOutcome::Completed)
     );
+    // The journal now says how the write ended, and recovery has nothing left to reread.
+    let journal = store.dispatches(&call_id).unwrap();
+    assert_eq!(journal[0].outcome, Some(ToolOutcome::Completed));
+    assert!(store.unfinished_dispatches().unwrap().is_empty());
 }
 
 #[tokio::test]

@@ -295,12 +295,17 @@ impl Store {
         call_id: &str,
         attempt: u32,
         finished_at: i64,
-        outcome: ToolOutcome,
+        outcome: Option<ToolOutcome>,
     ) -> Result<(), PersistError> {
         let updated = tx
             .prepare_cached(FINISH_DISPATCH)
             .and_then(|mut stmt| {
-                stmt.execute(params![call_id, attempt, finished_at, outcome.as_str()])
+                stmt.execute(params![
+                    call_id,
+                    attempt,
+                    finished_at,
+                    outcome.map(ToolOutcome::as_str)
+                ])
             })
             .map_err(|e| self.persist_err(e))?;
         if updated == 1 {

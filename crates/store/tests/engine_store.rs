@@ -123,7 +123,7 @@ fn finish(call_id: &str, attempt: u32, at: i64) -> JournalOp {
         call_id: call_id.to_owned(),
         attempt,
         finished_at: at,
-        outcome: ToolOutcome::Completed,
+        outcome: Some(ToolOutcome::Completed),
     }
 }
 
