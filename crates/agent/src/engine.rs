@@ -1854,8 +1854,8 @@ impl Engine {
             s,
             &inv,
             call,
-            ToolOutcome::Cancelled,
-            "The user declined to sign in, so the call did not run.",
+            ToolResult::new(ToolOutcome::Cancelled)
+                .with_content("The user declined to sign in, so the call did not run."),
             "auth.declined",
             Vec::new(),
         )?;
@@ -1867,8 +1867,7 @@ impl Engine {
         s: &mut SessionCache,
         inv: &InvocationRecord,
         mut call: CallRecord,
-        outcome: ToolOutcome,
-        text: &str,
+        result: ToolResult,
         kind: &str,
         journal: Vec<JournalOp>,
     ) -> Result<(), EngineError> {
@@ -1877,7 +1876,8 @@ impl Engine {
             temp: StateMap::new(),
             cancel: CancellationToken::new(),
         };
-        let result = ToolResult::new(outcome).with_content(text);
+        let outcome = result.outcome;
+
         let (event, _) =
             self.response_event(&turn, &call, result.into(), EventActions::default(), None);
         let audit = self.audit(s, Some(&call), kind, "user", json!({"outcome": outcome}));
@@ -1933,8 +1933,8 @@ impl Engine {
                     s,
                     &inv,
                     call,
-                    ToolOutcome::Completed,
-                    "The user confirmed that this call took effect.",
+                    ToolResult::new(ToolOutcome::Completed)
+                        .with_content("The user confirmed that this call took effect."),
                     "call.settled",
                     journal,
                 )?;
@@ -1945,8 +1945,8 @@ impl Engine {
                     s,
                     &inv,
                     call,
-                    ToolOutcome::Failed,
-                    "The call did not take effect (confirmed by the user).",
+                    ToolResult::new(ToolOutcome::Failed)
+                        .with_content("The call did not take effect (confirmed by the user)."),
                     "call.settled",
                     journal,
                 )?;
@@ -2008,8 +2008,7 @@ impl Engine {
                 s,
                 &inv,
                 call,
-                ToolOutcome::Cancelled,
-                "The approval request expired before the user decided, so the call did not run.",
+                ToolResult::new(ToolOutcome::Cancelled).with_content("The approval request expired before the user decided, so the call did not run."),
                 "approval.expired",
                 Vec::new(),
             )?;

@@ -7,4 +7,5 @@
 //! - The Feishu emulator (OAuth pages, token endpoint, the Open API subset the tools use) lives in
 //!   its own modules beside it.
 
+pub mod feishu;
 pub mod model_server;

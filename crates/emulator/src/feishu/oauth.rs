@@ -1,0 +1,535 @@
+//! The emulator's sign-in side, as Feishu documents it: the authorize page with consent and deny
+//! buttons; authorization codes that are single use and valid five minutes; PKCE (`S256` and
+//! `plain`, failing with 20049); redirect URLs matched exactly (20029 on the page, 20071 at the
+//! token endpoint); refresh tokens that rotate and are single use (20064 revoked, 20073 reused);
+//! cumulative grants; the flat v2 token JSON and its error codes; and `user_info`.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::{Value, json};
+use sha2::{Digest as _, Sha256};
+
+use super::{Shared, now_millis};
+
+/// Authorization codes live this long (Feishu: 5 minutes).
+pub const CODE_TTL_MS: i64 = 5 * 60 * 1000;
+/// Refresh tokens live this long (Feishu's example: 7 days).
+pub const REFRESH_TTL_SECS: u64 = 604_800;
+
+#[derive(Debug, Clone)]
+struct PendingConsent {
+    app_id: String,
+    redirect_uri: String,
+    scopes: Vec<String>,
+    state: Option<String>,
+    challenge: Option<(String, String)>,
+}
+
+#[derive(Debug, Clone)]
+struct IssuedCode {
+    app_id: String,
+    redirect_uri: String,
+    challenge: Option<(String, String)>,
+    issued_at: i64,
+    used: bool,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct AccessToken {
+    pub(crate) app_id: String,
+    pub(crate) scopes: Vec<String>,
+    pub(crate) expires_at: i64,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct RefreshToken {
+    app_id: String,
+    expires_at: i64,
+    used: bool,
+    pub(crate) revoked: bool,
+}
+
+pub(crate) struct OAuthState {
+    pending: HashMap<String, PendingConsent>,
+    codes: HashMap<String, IssuedCode>,
+    pub(crate) access_tokens: HashMap<String, AccessToken>,
+    pub(crate) refresh_tokens: HashMap<String, RefreshToken>,
+    pub(crate) grants: HashMap<String, Vec<String>>,
+    pub(crate) access_ttl: Duration,
+    pub(crate) fail_next: usize,
+    pub(crate) token_delay: Duration,
+}
+
+impl Default for OAuthState {
+    fn default() -> Self {
+        OAuthState {
+            pending: HashMap::new(),
+            codes: HashMap::new(),
+            access_tokens: HashMap::new(),
+            refresh_tokens: HashMap::new(),
+            grants: HashMap::new(),
+            access_ttl: Duration::from_secs(7200),
+            fail_next: 0,
+            token_delay: Duration::ZERO,
+        }
+    }
+}
+
+pub(crate) fn routes() -> Router<Shared> {
+    Router::new()
+        .route("/open-apis/authen/v1/authorize", get(authorize))
+        .route("/open-apis/authen/v1/authorize/decision", post(decide))
+        .route("/open-apis/authen/v2/oauth/token", post(token))
+        .route("/open-apis/authen/v1/user_info", get(user_info))
+}
+
+fn random_token(prefix: &str, len: usize) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::with_capacity(prefix.len() + len);
+    out.push_str(prefix);
+    while out.len() < prefix.len() + len {
+        for byte in uuid::Uuid::new_v4().as_bytes() {
+            if out.len() < prefix.len() + len {
+                out.push(char::from(ALPHABET[usize::from(*byte) % ALPHABET.len()]));
+            }
+        }
+    }
+    out
+}
+
+fn error_page(code: i64, zh: &str, en: &str) -> Response {
+    let html = format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Feishu</title></head><body>\
+         <h1>{code}</h1><p>{zh}</p><p>{en}</p></body></html>"
+    );
+    (StatusCode::BAD_REQUEST, Html(html)).into_response()
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+async fn authorize(
+    State(shared): State<Shared>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    shared.log("GET", "/open-apis/authen/v1/authorize", None);
+    let mut state = shared.lock();
+    let app_id = query.get("client_id").cloned().unwrap_or_default();
+    let Some(app) = state.apps.get(&app_id).cloned() else {
+        return error_page(20048, "应用不存在", "The app does not exist.");
+    };
+    let redirect_uri = query.get("redirect_uri").cloned().unwrap_or_default();
+    if !app.redirect_uris.contains(&redirect_uri) {
+        return error_page(
+            20029,
+            "redirect_uri 请求不合法",
+            "redirect_uri request is invalid",
+        );
+    }
+    if query.get("response_type").map(String::as_str) != Some("code") {
+        return error_page(
+            20001,
+            "缺少参数 response_type",
+            "response_type must be code",
+        );
+    }
+    let scopes: Vec<String> = query
+        .get("scope")
+        .map(|s| s.split_whitespace().map(str::to_owned).collect())
+        .unwrap_or_default();
+    if let Some(missing) = scopes
+        .iter()
+        .find(|s| *s != "offline_access" && !app.enabled_scopes.contains(s))
+    {
+        return error_page(
+            20027,
+            &format!("应用未开通权限 {missing}"),
+            &format!("The app has not enabled the scope {missing}."),
+        );
+    }
+    let challenge = query.get("code_challenge").map(|c| {
+        let method = query
+            .get("code_challenge_method")
+            .cloned()
+            .unwrap_or_else(|| "plain".to_owned());
+        (c.clone(), method)
+    });
+    let request_id = random_token("req_", 24);
+    let user = state.user.name.clone();
+    state.oauth.pending.insert(
+        request_id.clone(),
+        PendingConsent {
+            app_id: app_id.clone(),
+            redirect_uri,
+            scopes: scopes.clone(),
+            state: query.get("state").cloned(),
+            challenge,
+        },
+    );
+    let items: String = scopes
+        .iter()
+        .map(|s| format!("<li><code>{}</code></li>", escape(s)))
+        .collect();
+    let html = format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>授权 · Authorize</title></head>\
+         <body style=\"font-family:system-ui,sans-serif;max-width:30rem;margin:10vh auto\">\
+         <h1>飞书模拟器 · Feishu emulator</h1>\
+         <p>{user}，应用 <b>{app}</b> 请求以下权限 / The app requests:</p><ul id=\"scopes\">{items}</ul>\
+         <form method=\"post\" action=\"/open-apis/authen/v1/authorize/decision\">\
+         <input type=\"hidden\" name=\"request_id\" value=\"{request_id}\">\
+         <button id=\"allow\" name=\"decision\" value=\"allow\" type=\"submit\">授权 Allow</button> \
+         <button id=\"deny\" name=\"decision\" value=\"deny\" type=\"submit\">拒绝 Deny</button>\
+         </form></body></html>",
+        user = escape(&user),
+        app = escape(&app_id),
+    );
+    Html(html).into_response()
+}
+
+fn with_query(uri: &str, pairs: &[(&str, &str)]) -> String {
+    let mut url = match url::Url::parse(uri) {
+        Ok(url) => url,
+        Err(_) => return uri.to_owned(),
+    };
+    {
+        let mut query = url.query_pairs_mut();
+        for (k, v) in pairs {
+            query.append_pair(k, v);
+        }
+    }
+    url.to_string()
+}
+
+fn form_or_json(headers: &HeaderMap, body: &Bytes) -> HashMap<String, String> {
+    let is_json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if is_json {
+        serde_json::from_slice::<HashMap<String, Value>>(body)
+            .map(|m| {
+                m.into_iter()
+                    .map(|(k, v)| (k, v.as_str().map_or_else(|| v.to_string(), str::to_owned)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    } else {
+        url::form_urlencoded::parse(body).into_owned().collect()
+    }
+}
+
+async fn decide(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+    shared.log("POST", "/open-apis/authen/v1/authorize/decision", None);
+    let form = form_or_json(&headers, &body);
+    let mut state = shared.lock();
+    let Some(pending) = form
+        .get("request_id")
+        .and_then(|id| state.oauth.pending.remove(id))
+    else {
+        return error_page(
+            20003,
+            "授权请求已失效",
+            "This authorization request is no longer valid.",
+        );
+    };
+    let mut pairs: Vec<(&str, &str)> = Vec::new();
+    let code;
+    if form.get("decision").map(String::as_str) == Some("allow") {
+        code = random_token("", 64);
+        let grants = state
+            .oauth
+            .grants
+            .entry(pending.app_id.clone())
+            .or_default();
+        for scope in &pending.scopes {
+            if !grants.contains(scope) {
+                grants.push(scope.clone());
+            }
+        }
+        state.oauth.codes.insert(
+            code.clone(),
+            IssuedCode {
+                app_id: pending.app_id.clone(),
+                redirect_uri: pending.redirect_uri.clone(),
+                challenge: pending.challenge.clone(),
+                issued_at: now_millis(),
+                used: false,
+            },
+        );
+        pairs.push(("code", &code));
+    } else {
+        pairs.push(("error", "access_denied"));
+    }
+    if let Some(s) = &pending.state {
+        pairs.push(("state", s));
+    }
+    Redirect::to(&with_query(&pending.redirect_uri, &pairs)).into_response()
+}
+
+fn token_error(status: StatusCode, code: i64, error: &str, description: &str) -> Response {
+    (
+        status,
+        axum::Json(json!({"code": code, "error": error, "error_description": description})),
+    )
+        .into_response()
+}
+
+fn pkce_ok(challenge: &(String, String), verifier: Option<&String>) -> bool {
+    let Some(verifier) = verifier else {
+        return false;
+    };
+    match challenge.1.as_str() {
+        "S256" => URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes())) == challenge.0,
+        _ => *verifier == challenge.0,
+    }
+}
+
+async fn token(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) -> Response {
+    let form = form_or_json(&headers, &body);
+    let grant_type = form.get("grant_type").cloned().unwrap_or_default();
+    shared.log(
+        "POST",
+        "/open-apis/authen/v2/oauth/token",
+        Some(grant_type.clone()),
+    );
+    let delay = shared.lock().oauth.token_delay;
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+    let mut state = shared.lock();
+    if state.oauth.fail_next > 0 {
+        state.oauth.fail_next -= 1;
+        return token_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            20050,
+            "server_error",
+            "internal server error, please retry",
+        );
+    }
+    if headers.contains_key(header::AUTHORIZATION) && form.contains_key("client_secret") {
+        return token_error(
+            StatusCode::BAD_REQUEST,
+            20070,
+            "invalid_request",
+            "both Basic auth and client_secret were supplied",
+        );
+    }
+    let app_id = form.get("client_id").cloned().unwrap_or_default();
+    let Some(app) = state.apps.get(&app_id).cloned() else {
+        return token_error(
+            StatusCode::BAD_REQUEST,
+            20048,
+            "invalid_client",
+            "app does not exist",
+        );
+    };
+    if form.get("client_secret") != Some(&app.app_secret) {
+        return token_error(
+            StatusCode::BAD_REQUEST,
+            20002,
+            "invalid_client",
+            "client secret is invalid",
+        );
+    }
+    let now = now_millis();
+    match grant_type.as_str() {
+        "authorization_code" => {
+            let code = form.get("code").cloned().unwrap_or_default();
+            let Some(issued) = state.oauth.codes.get_mut(&code) else {
+                return token_error(
+                    StatusCode::BAD_REQUEST,
+                    20003,
+                    "invalid_grant",
+                    "authorization code not found",
+                );
+            };
+            if issued.used {
+                return token_error(
+                    StatusCode::BAD_REQUEST,
+                    20065,
+                    "invalid_grant",
+                    "authorization code already used",
+                );
+            }
+            if now - issued.issued_at > CODE_TTL_MS {
+                return token_error(
+                    StatusCode::BAD_REQUEST,
+                    20004,
+                    "invalid_grant",
+                    "authorization code expired",
+                );
+            }
+            if issued.app_id != app_id {
+                return token_error(
+                    StatusCode::BAD_REQUEST,
+                    20024,
+                    "invalid_grant",
+                    "code belongs to another app",
+                );
+            }
+            if form
+                .get("redirect_uri")
+                .is_some_and(|r| *r != issued.redirect_uri)
+            {
+                return token_error(
+                    StatusCode::BAD_REQUEST,
+                    20071,
+                    "invalid_grant",
+                    "redirect_uri mismatch",
+                );
+            }
+            if let Some(challenge) = &issued.challenge
+                && !pkce_ok(challenge, form.get("code_verifier"))
+            {
+                return token_error(
+                    StatusCode::BAD_REQUEST,
+                    20049,
+                    "invalid_grant",
+                    "PKCE verification failed",
+                );
+            }
+            issued.used = true;
+            issue_tokens(&mut state, &app_id)
+        }
+        "refresh_token" => {
+            let presented = form.get("refresh_token").cloned().unwrap_or_default();
+            let Some(refresh) = state.oauth.refresh_tokens.get_mut(&presented) else {
+                return token_error(
+                    StatusCode::BAD_REQUEST,
+                    20026,
+                    "invalid_grant",
+                    "refresh token is invalid",
+                );
+            };
+            if refresh.revoked {
+                return token_error(
+                    StatusCode::BAD_REQUEST,
+                    20064,
+                    "invalid_grant",
+                    "refresh token has been revoked",
+                );
+            }
+            if refresh.used {
+                return token_error(
+                    StatusCode::BAD_REQUEST,
+                    20073,
+                    "invalid_grant",
+                    "refresh token has already been used",
+                );
+            }
+            if refresh.expires_at <= now {
+                return token_error(
+                    StatusCode::BAD_REQUEST,
+                    20037,
+                    "invalid_grant",
+                    "refresh token has expired",
+                );
+            }
+            if refresh.app_id != app_id {
+                return token_error(
+                    StatusCode::BAD_REQUEST,
+                    20024,
+                    "invalid_grant",
+                    "refresh token belongs to another app",
+                );
+            }
+            refresh.used = true;
+            issue_tokens(&mut state, &app_id)
+        }
+        other => token_error(
+            StatusCode::BAD_REQUEST,
+            20036,
+            "unsupported_grant_type",
+            &format!("unsupported grant_type {other:?}"),
+        ),
+    }
+}
+
+fn issue_tokens(state: &mut super::EmulatorState, app_id: &str) -> Response {
+    let now = now_millis();
+    let scopes = state.oauth.grants.get(app_id).cloned().unwrap_or_default();
+    let access = random_token("eyJ", 120);
+    let ttl = state.oauth.access_ttl;
+    let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+    state.oauth.access_tokens.insert(
+        access.clone(),
+        AccessToken {
+            app_id: app_id.to_owned(),
+            scopes: scopes.clone(),
+            expires_at: now + ttl_ms,
+        },
+    );
+    let mut body = json!({
+        "code": 0,
+        "access_token": access,
+        "expires_in": ttl.as_secs(),
+        "token_type": "Bearer",
+        "scope": scopes.join(" "),
+    });
+    if scopes.iter().any(|s| s == "offline_access") {
+        let refresh = random_token("ur-", 96);
+        state.oauth.refresh_tokens.insert(
+            refresh.clone(),
+            RefreshToken {
+                app_id: app_id.to_owned(),
+                expires_at: now + i64::try_from(REFRESH_TTL_SECS * 1000).unwrap_or(i64::MAX),
+                used: false,
+                revoked: false,
+            },
+        );
+        body["refresh_token"] = json!(refresh);
+        body["refresh_token_expires_in"] = json!(REFRESH_TTL_SECS);
+    }
+    axum::Json(body).into_response()
+}
+
+/// The bearer token of a request, if any.
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::to_owned)
+}
+
+async fn user_info(State(shared): State<Shared>, headers: HeaderMap) -> Response {
+    shared.log("GET", "/open-apis/authen/v1/user_info", None);
+    let state = shared.lock();
+    let valid = bearer(&headers)
+        .and_then(|t| state.oauth.access_tokens.get(&t).cloned())
+        .is_some_and(|t| t.expires_at > now_millis());
+    if !valid {
+        return (
+            StatusCode::UNAUTHORIZED,
+            axum::Json(json!({"code": 20005, "msg": "invalid access token"})),
+        )
+            .into_response();
+    }
+    let user = &state.user;
+    axum::Json(json!({
+        "code": 0,
+        "msg": "success",
+        "data": {
+            "name": user.name,
+            "en_name": user.en_name,
+            "avatar_url": user.avatar_url,
+            "open_id": user.open_id,
+            "union_id": user.union_id,
+            "tenant_key": "demo_tenant",
+        }
+    }))
+    .into_response()
+}

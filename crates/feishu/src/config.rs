@@ -1,0 +1,125 @@
+//! Which Feishu: the brand decides the hosts; tests and demo mode point them at the emulator.
+
+use secrecy::SecretString;
+use url::Url;
+
+/// Feishu (China) or Lark (international).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Brand {
+    /// open.feishu.cn / accounts.feishu.cn
+    Feishu,
+    /// open.larksuite.com / accounts.larksuite.com
+    Lark,
+}
+
+/// The two hosts the app talks to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoints {
+    /// Where the user signs in (authorize page).
+    pub accounts: Url,
+    /// The Open API, including the token endpoint.
+    pub open: Url,
+}
+
+fn fixed(url: &str) -> Url {
+    // These literals are valid URLs; a test below parses every one of them.
+    Url::parse(url).unwrap_or_else(|_| unreachable!("{url} is a valid URL"))
+}
+
+impl Endpoints {
+    /// The real hosts of a brand.
+    pub fn for_brand(brand: Brand) -> Self {
+        match brand {
+            Brand::Feishu => Endpoints {
+                accounts: fixed("https://accounts.feishu.cn"),
+                open: fixed("https://open.feishu.cn"),
+            },
+            Brand::Lark => Endpoints {
+                accounts: fixed("https://accounts.larksuite.com"),
+                open: fixed("https://open.larksuite.com"),
+            },
+        }
+    }
+
+    /// One host serving both roles, as the emulator does.
+    pub fn single(base: Url) -> Self {
+        Endpoints {
+            accounts: base.clone(),
+            open: base,
+        }
+    }
+
+    /// `{accounts}/open-apis/authen/v1/authorize`
+    pub fn authorize_url(&self) -> Url {
+        join(&self.accounts, "open-apis/authen/v1/authorize")
+    }
+
+    /// `{open}/open-apis/authen/v2/oauth/token`
+    pub fn token_url(&self) -> Url {
+        join(&self.open, "open-apis/authen/v2/oauth/token")
+    }
+
+    /// `{open}/open-apis/authen/v1/user_info`
+    pub fn user_info_url(&self) -> Url {
+        join(&self.open, "open-apis/authen/v1/user_info")
+    }
+
+    /// `{open}/open-apis/{path}`
+    pub fn api(&self, path: &str) -> Url {
+        join(
+            &self.open,
+            &format!("open-apis/{}", path.trim_start_matches('/')),
+        )
+    }
+}
+
+fn join(base: &Url, path: &str) -> Url {
+    let mut url = base.clone();
+    let prefix = url.path().trim_end_matches('/').to_owned();
+    url.set_path(&format!("{prefix}/{path}"));
+    url
+}
+
+/// The app's credentials. The secret is required by Feishu's token endpoint even with PKCE.
+#[derive(Debug, Clone)]
+pub struct AppCredentials {
+    /// `cli_…`
+    pub app_id: String,
+    /// Never logged or shown: `Debug` prints a placeholder.
+    pub app_secret: SecretString,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn brand_endpoints_are_the_documented_hosts() {
+        let feishu = Endpoints::for_brand(Brand::Feishu);
+        assert_eq!(
+            feishu.authorize_url().as_str(),
+            "https://accounts.feishu.cn/open-apis/authen/v1/authorize"
+        );
+        assert_eq!(
+            feishu.token_url().as_str(),
+            "https://open.feishu.cn/open-apis/authen/v2/oauth/token"
+        );
+        let lark = Endpoints::for_brand(Brand::Lark);
+        assert_eq!(
+            lark.user_info_url().as_str(),
+            "https://open.larksuite.com/open-apis/authen/v1/user_info"
+        );
+    }
+
+    #[test]
+    fn a_base_with_a_path_keeps_it() {
+        let emulator = Endpoints::single(
+            Url::parse("http://127.0.0.1:4000/feishu/").unwrap_or_else(|_| unreachable!()),
+        );
+        assert_eq!(
+            emulator.api("/calendar/v4/calendars").as_str(),
+            "http://127.0.0.1:4000/feishu/open-apis/calendar/v4/calendars"
+        );
+    }
+}

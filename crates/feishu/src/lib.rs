@@ -1,0 +1,22 @@
+//! Feishu (and Lark) for Feishu Companion: signing the user in and talking to the Open API.
+//!
+//! Terms. The *app* is the Feishu app the user registered (App ID `cli_…` and App Secret). A
+//! *scope* is one Feishu permission (`calendar:calendar:readonly`); grants accumulate, so signing
+//! in again asks only for what is missing. The *user access token* is what API calls carry; the
+//! *refresh token* (single use, rotating) gets a new one. The *loopback listener* is the small
+//! HTTP server on `127.0.0.1:<port>/callback` that catches the browser's redirect after consent.
+//! Base URLs are configuration, so the same code runs against Feishu, Lark and the emulator.
+
+pub mod config;
+pub mod flow;
+pub mod listener;
+pub mod oauth;
+pub mod tokens;
+
+pub use config::{AppCredentials, Brand, Endpoints};
+pub use flow::{SignInError, missing_scopes_from_error};
+pub use listener::{CallbackOutcome, ListenerError, LoopbackListener};
+pub use oauth::{FeishuOAuthError, OAuthClient, RefreshAction, SignInRequest, TokenSet, UserInfo};
+pub use tokens::{
+    Account, MemoryTokenStore, StoredToken, TokenError, TokenManager, TokenStore, VaultTokenStore,
+};
