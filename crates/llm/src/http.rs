@@ -290,9 +290,10 @@ async fn read_error_body(response: reqwest::Response) -> String {
 /// the model services and falls back to backoff.
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    // Bounds before converting: `Duration::from_secs_f64` panics on values it cannot hold.
     if let Some(ms) = header("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok())
         && ms.is_finite()
-        && ms >= 0.0
+        && (0.0..1e12).contains(&ms)
     {
         return Some(Duration::from_secs_f64(ms / 1000.0));
     }
@@ -370,6 +371,12 @@ mod tests {
         assert_eq!(retry_after(&headers), Some(Duration::from_secs(2)));
         headers.insert("retry-after-ms", "150".parse().unwrap());
         assert_eq!(retry_after(&headers), Some(Duration::from_millis(150)));
+        headers.insert("retry-after-ms", "1e300".parse().unwrap());
+        assert_eq!(
+            retry_after(&headers),
+            Some(Duration::from_secs(2)),
+            "absurd: ignored"
+        );
         let mut dated = HeaderMap::new();
         dated.insert(
             "retry-after",

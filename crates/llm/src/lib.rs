@@ -13,6 +13,17 @@
 //! 5xx) is retried with backoff before anything reached the engine ([`RetryPolicy`]). Dropping a
 //! stream closes its connection; no task outlives it. Keys ([`ApiKey`]) come from the app's vault
 //! and never appear in a message or a log line. [`PRESETS`] lists the services offered in settings.
+//!
+//! ```
+//! use llm::{ApiKey, preset};
+//! // The settings screen picked DeepSeek; the key comes from the vault.
+//! let deepseek = preset("deepseek").expect("a listed preset");
+//! let mut config = deepseek.config(Some(ApiKey::new("sk-from-the-vault")));
+//! config.model = "deepseek-reasoner".to_owned();
+//! let model = llm::connect(config)?; // an Arc<dyn agent::Model> for LlmAgent::builder
+//! assert_eq!(model.name(), "deepseek-reasoner");
+//! # Ok::<(), llm::ConfigError>(())
+//! ```
 
 pub mod anthropic;
 pub mod errors;

@@ -480,7 +480,8 @@ impl ChatStreamParser {
         Ok(self.ended)
     }
 
-    /// The bytes ended: the final response, or `incomplete` if the stream was cut off.
+    /// The bytes ended before `push` returned `true`: the final response if the answer is whole
+    /// anyway (a finish reason arrived), or `incomplete` if the stream was cut off.
     pub fn end(&mut self) -> Result<LlmResponse, ModelError> {
         self.pipeline.end(&self.ctx)
     }

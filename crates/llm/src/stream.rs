@@ -355,3 +355,158 @@ mod tests {
         );
     }
 }
+
+/// Damaged streams of every provider: whatever the bytes, reading ends in a response or an
+/// error with a known code — never a panic, never something after the error.
+#[cfg(test)]
+mod damaged_streams {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use crate::anthropic::MessagesDecoder;
+    use crate::gemini::GenerateDecoder;
+    use crate::openai::ChatDecoder;
+
+    const OPENAI: &str = concat!(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"明天\"},\"finish_reason\":null}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\":\"}}]},\"finish_reason\":null}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"\\\"日\\\"}\"}}]},\"finish_reason\":null}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\n",
+        "data: [DONE]\n\n",
+    );
+
+    const ANTHROPIC: &str = concat!(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3}}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"明天\"}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"f\",\"input\":{}}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"a\\\": \\\"日\\\"}\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n",
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":9}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    );
+
+    const GEMINI: &str = concat!(
+        "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"明天\"}],\"role\":\"model\"},\"index\":0}]}\r\n\r\n",
+        "data: {\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"f\",\"args\":{\"a\":\"日\"}}}],\"role\":\"model\"},\"finishReason\":\"STOP\",\"index\":0}],\"usageMetadata\":{\"promptTokenCount\":3,\"candidatesTokenCount\":2}}\r\n\r\n",
+    );
+
+    const CODES: [&str; 8] = [
+        "malformed_stream",
+        "incomplete",
+        "unavailable",
+        "rate_limited",
+        "unauthorized",
+        "model_not_found",
+        "provider_error",
+        "blocked",
+    ];
+
+    fn ctx() -> Context {
+        Context {
+            provider: "Test".to_owned(),
+            model: "m".to_owned(),
+            key: None,
+        }
+    }
+
+    fn damage(rng: &mut fastrand::Rng, original: &[u8]) -> Vec<u8> {
+        let mut bytes = original.to_vec();
+        for _ in 0..rng.usize(1..4) {
+            if bytes.is_empty() {
+                break;
+            }
+            let at = rng.usize(..bytes.len());
+            match rng.u8(..5) {
+                0 => bytes.truncate(at),
+                1 => bytes[at] = rng.u8(..),
+                2 => {
+                    let noise: Vec<u8> = (0..rng.usize(1..8)).map(|_| rng.u8(..)).collect();
+                    bytes.splice(at..at, noise);
+                }
+                3 => {
+                    let end = (at + rng.usize(1..40)).min(bytes.len());
+                    bytes.drain(at..end);
+                }
+                _ => {
+                    let end = (at + rng.usize(1..60)).min(bytes.len());
+                    let copy = bytes[at..end].to_vec();
+                    bytes.splice(at..at, copy);
+                }
+            }
+        }
+        bytes
+    }
+
+    fn read_damaged<D: Decoder>(original: &str, make: impl Fn() -> D) {
+        let mut rng = fastrand::Rng::with_seed(0x5eed);
+        let ctx = ctx();
+        for round in 0..1500 {
+            let bytes = if round == 0 {
+                original.as_bytes().to_vec()
+            } else {
+                damage(&mut rng, original.as_bytes())
+            };
+            let mut pipeline = Pipeline::new(make());
+            let mut out = VecDeque::new();
+            let mut ended = false;
+            let mut failure = None;
+            let mut rest = bytes.as_slice();
+            while !rest.is_empty() && !ended && failure.is_none() {
+                let take = rng.usize(1..=rest.len().min(64));
+                match pipeline.push(&rest[..take], &ctx, &mut out) {
+                    Ok(done) => ended = done,
+                    Err(e) => failure = Some(e),
+                }
+                rest = &rest[take..];
+            }
+            if !ended && failure.is_none() {
+                out.push_back(pipeline.end(&ctx));
+            }
+            if let Some(error) = failure {
+                out.push_back(Err(error));
+            }
+            let last = out.pop_back().unwrap();
+            assert!(
+                out.iter()
+                    .all(|item| item.as_ref().is_ok_and(|r| r.is_partial()))
+            );
+            match last {
+                Ok(response) => assert!(!response.is_partial()),
+                Err(error) => assert!(CODES.contains(&error.code.as_str()), "{error:?}"),
+            }
+            if round == 0 {
+                let response = last_ok(&bytes, &make, &ctx);
+                assert_eq!(response.content.text(), "明天");
+                assert_eq!(response.content.function_calls().count(), 1);
+            }
+        }
+    }
+
+    fn last_ok<D: Decoder>(bytes: &[u8], make: &impl Fn() -> D, ctx: &Context) -> LlmResponse {
+        let mut pipeline = Pipeline::new(make());
+        let mut out = VecDeque::new();
+        if !pipeline.push(bytes, ctx, &mut out).unwrap() {
+            out.push_back(pipeline.end(ctx));
+        }
+        out.pop_back().unwrap().unwrap()
+    }
+
+    #[test]
+    fn openai_streams() {
+        read_damaged(OPENAI, || ChatDecoder::new(Default::default()));
+    }
+
+    #[test]
+    fn anthropic_streams() {
+        read_damaged(ANTHROPIC, || MessagesDecoder::new(Default::default()));
+    }
+
+    #[test]
+    fn gemini_streams() {
+        read_damaged(GEMINI, || {
+            GenerateDecoder::new(Default::default(), Default::default())
+        });
+    }
+}
