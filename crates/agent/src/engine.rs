@@ -40,6 +40,9 @@ use crate::persist::{
 use crate::result::{ToolOutcome, ToolResult, ToolReturn, coerce_tool_result};
 use crate::state::{APP_PREFIX, StateMap, StateScope, USER_PREFIX, apply_delta, persisted_delta};
 
+/// The longest a tool's preview may take before the card shows the arguments alone.
+const PREVIEW_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The session variable set when the session has ended (`Part::from_end_session`).
 pub const SESSION_ENDED_VARIABLE: &str = "_session_ended";
 
@@ -1015,7 +1018,7 @@ impl Engine {
                 }
             };
             let (response, delta) = response;
-            if !self.register_step(s, turn, response, delta)? {
+            if !self.register_step(s, turn, response, delta).await? {
                 let events = Vec::new();
                 return self.finish(s, turn, InvocationStatus::Completed, events);
             }
@@ -1201,7 +1204,7 @@ impl Engine {
     }
 
     /// Registers the calls of a model response. Returns whether there were any.
-    fn register_step(
+    async fn register_step(
         &self,
         s: &mut SessionCache,
         turn: &mut Turn,
@@ -1214,7 +1217,7 @@ impl Engine {
         let rules = self.inner.store.rules()?;
         let mut content = response.content;
         content.role = Some(ROLE_MODEL.to_owned());
-        let mut calls = Vec::new();
+        let mut calls: Vec<CallRecord> = Vec::new();
         let mut answers: Vec<(CallRecord, ToolReturn, EventActions, Option<Value>)> = Vec::new();
         let mut held = Vec::new();
         let mut parts = Vec::with_capacity(content.parts.len() + response.malformed_calls.len());
@@ -1234,6 +1237,7 @@ impl Engine {
                 status: CallStatus::Approved,
                 requires_approval: false,
                 decision: None,
+                preview: None,
                 auth_scopes: Vec::new(),
                 authorize_url: None,
                 outcome: None,
@@ -1441,6 +1445,21 @@ impl Engine {
             record.version = 1;
             commit.events.push(event);
             commit.calls.push(record);
+        }
+        for call in calls
+            .iter_mut()
+            .filter(|c| c.status == CallStatus::AwaitingApproval)
+        {
+            if let Some(tool) = agent.tool(&call.tool) {
+                // A preview may look things up (a chat's size, an event's current time); it must
+                // never hold the turn up for long, and the card works without one.
+                match tokio::time::timeout(PREVIEW_TIMEOUT, tool.preview(&call.args)).await {
+                    Ok(preview) => call.preview = preview,
+                    Err(_) => {
+                        tracing::warn!(tool = %call.tool, "the tool's preview took too long; showing arguments only")
+                    }
+                }
+            }
         }
         commit.calls.extend(calls);
         commit.invocations.push(turn.inv.clone());
@@ -1712,6 +1731,13 @@ impl Engine {
                     message,
                 })?;
             call.original_args = Some(std::mem::replace(&mut call.args, args.clone()));
+            // The record shows what ran: describe the edited call, not the model's.
+            if let Some(tool) = self.node(&call.agent_name).agent.tool(&call.tool).cloned()
+                && let Ok(preview) =
+                    tokio::time::timeout(PREVIEW_TIMEOUT, tool.preview(&call.args)).await
+            {
+                call.preview = preview;
+            }
         }
         if let Decision::AlwaysAllow {
             constraints,

@@ -49,4 +49,6 @@ pub use persist::{
 };
 pub use result::{ToolOutcome, ToolResult, ToolReturn, coerce_tool_result};
 pub use state::{SessionInfo, StateMap, StateScope};
-pub use tool::{AgentTool, Approval, FunctionTool};
+pub use tool::{
+    AgentTool, Approval, FunctionTool, Localized, Preview, PreviewChange, PreviewField, Risk,
+};

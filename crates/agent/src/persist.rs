@@ -154,6 +154,9 @@ pub struct CallRecord {
     /// The decision, once there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<ApprovalDecision>,
+    /// What the call will do, in words, for the approval card (from the tool, when it was held).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<crate::tool::Preview>,
     /// Feishu scopes the call waits for (`AwaitingAuth`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub auth_scopes: Vec<String>,

@@ -40,6 +40,12 @@ pub trait AgentTool: Send + Sync {
         false
     }
 
+    /// What the call will do, in words, for the approval card (both languages). Called once
+    /// when a call is held for approval; `None` leaves the card to show the arguments alone.
+    async fn preview(&self, _args: &Map<String, Value>) -> Option<Preview> {
+        None
+    }
+
     /// Runs the call. `ctx.idempotency_key` is the key a write must pass to the service.
     async fn run(&self, args: Map<String, Value>, ctx: &mut ToolContext) -> ToolReturn;
 
@@ -51,6 +57,72 @@ pub trait AgentTool: Send + Sync {
 
 /// Decides from the arguments whether a call needs approval.
 pub type ApprovalPredicate = Arc<dyn Fn(&Map<String, Value>) -> bool + Send + Sync>;
+
+/// Text in both of the app's languages.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Localized {
+    /// Simplified Chinese.
+    pub zh: String,
+    /// English.
+    pub en: String,
+}
+
+impl Localized {
+    /// Text in Chinese and English.
+    pub fn new(zh: impl Into<String>, en: impl Into<String>) -> Self {
+        Localized {
+            zh: zh.into(),
+            en: en.into(),
+        }
+    }
+}
+
+/// How much care a call deserves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Risk {
+    /// An ordinary write.
+    #[default]
+    Normal,
+    /// Hard to undo or seen by many: deleting, messaging a large group.
+    High,
+}
+
+/// One labelled value of a preview ("Recipient: 产品周会").
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PreviewField {
+    /// The label.
+    pub label: Localized,
+    /// The value, as the user knows it (names, local times), not raw ids.
+    pub value: String,
+}
+
+/// One change an update makes ("Start: 14:00 → 15:00").
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PreviewChange {
+    /// What changes.
+    pub field: Localized,
+    /// Its value now.
+    pub from: String,
+    /// Its value after the call.
+    pub to: String,
+}
+
+/// A write described for the person approving it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Preview {
+    /// One line: what will happen ("Send a message to 产品周会 as you").
+    pub summary: Localized,
+    /// How much care it deserves.
+    #[serde(default)]
+    pub risk: Risk,
+    /// The particulars.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<PreviewField>,
+    /// For updates: what changes from what to what.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<PreviewChange>,
+}
 
 /// When a [`FunctionTool`] needs approval.
 #[derive(Clone, Default)]

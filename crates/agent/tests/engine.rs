@@ -1353,3 +1353,61 @@ async fn parallel_calls_are_listed_in_the_order_the_model_made_them() {
     let expected: Vec<String> = (0..12).map(|i| i.to_string()).collect();
     assert_eq!(texts, expected);
 }
+
+/// A write that describes itself for the approval card.
+struct Greeter;
+
+#[async_trait::async_trait]
+impl agent::AgentTool for Greeter {
+    fn name(&self) -> &str {
+        "greet"
+    }
+    fn description(&self) -> &str {
+        "greets someone"
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"who": {"type": "string"}}, "required": ["who"]})
+    }
+    fn requires_approval(&self, _args: &Map<String, Value>) -> bool {
+        true
+    }
+    async fn preview(&self, args: &Map<String, Value>) -> Option<agent::Preview> {
+        let who = args["who"].as_str()?.to_owned();
+        Some(agent::Preview {
+            summary: agent::Localized::new(format!("向{who}问好"), format!("Say hello to {who}")),
+            risk: if who == "全员" {
+                agent::Risk::High
+            } else {
+                agent::Risk::Normal
+            },
+            fields: Vec::new(),
+            changes: Vec::new(),
+        })
+    }
+    async fn run(&self, _args: Map<String, Value>, _ctx: &mut agent::ToolContext) -> ToolReturn {
+        ToolReturn::from("hello")
+    }
+}
+
+#[tokio::test]
+async fn a_held_call_carries_the_tools_preview_and_an_edit_updates_it() {
+    let h = harness_with(
+        ScriptedModel::new(vec![call("greet", json!({"who": "全员"})), say("done")]),
+        |b| b.tool(Greeter),
+    );
+    h.send("greet everyone").await;
+    let held = h.only_pending();
+    let preview = held.preview.clone().expect("a preview");
+    assert_eq!(preview.summary.zh, "向全员问好");
+    assert_eq!(preview.summary.en, "Say hello to 全员");
+    assert_eq!(preview.risk, agent::Risk::High);
+    h.engine
+        .decide(
+            &held.call_id,
+            Decision::ApproveEdited(obj(json!({"who": "小王"}))),
+        )
+        .await
+        .unwrap();
+    let record = h.store.call(&held.call_id).unwrap().unwrap();
+    assert_eq!(record.preview.unwrap().summary.en, "Say hello to 小王");
+}

@@ -7,12 +7,14 @@
 //! HTTP server on `127.0.0.1:<port>/callback` that catches the browser's redirect after consent.
 //! Base URLs are configuration, so the same code runs against Feishu, Lark and the emulator.
 
+pub mod api;
 pub mod config;
 pub mod flow;
 pub mod listener;
 pub mod oauth;
 pub mod tokens;
 
+pub use api::{ApiClient, ApiError, PageStyle, RetryPolicy};
 pub use config::{AppCredentials, Brand, Endpoints};
 pub use flow::{SignInError, missing_scopes_from_error};
 pub use listener::{CallbackOutcome, ListenerError, LoopbackListener};

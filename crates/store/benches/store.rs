@@ -163,6 +163,7 @@ fn commit_step(c: &mut Criterion) {
         status: CallStatus::Done,
         requires_approval: true,
         decision: None,
+        preview: None,
         auth_scopes: Vec::new(),
         authorize_url: None,
         outcome: Some(ToolOutcome::Completed),

@@ -59,6 +59,7 @@ fn call(call_id: &str, session_id: &str, invocation_id: &str, created_at: i64) -
         status: CallStatus::AwaitingApproval,
         requires_approval: true,
         decision: None,
+        preview: None,
         auth_scopes: Vec::new(),
         authorize_url: None,
         outcome: None,
@@ -81,6 +82,19 @@ fn full_call() -> CallRecord {
             decided_at: 1_700_000_000_500,
             reason: Some("改一下标题".to_owned()),
             args_hash: Some("ab".repeat(32)),
+        }),
+        preview: Some(agent::Preview {
+            summary: agent::Localized::new("创建日程「周会」", "Create the event “周会”"),
+            risk: agent::Risk::High,
+            fields: vec![agent::PreviewField {
+                label: agent::Localized::new("时间", "Time"),
+                value: "12月1日 14:00–15:00".to_owned(),
+            }],
+            changes: vec![agent::PreviewChange {
+                field: agent::Localized::new("地点", "Location"),
+                from: "A".to_owned(),
+                to: "B".to_owned(),
+            }],
         }),
         auth_scopes: vec!["calendar:calendar".to_owned(), "task:task".to_owned()],
         authorize_url: Some("https://example.com/authorize?x=1".to_owned()),
