@@ -13,6 +13,7 @@ pub mod flow;
 pub mod listener;
 pub mod oauth;
 pub mod tokens;
+pub mod tools;
 
 pub use api::{ApiClient, ApiError, PageStyle, RetryPolicy};
 pub use config::{AppCredentials, Brand, Endpoints};
@@ -22,3 +23,4 @@ pub use oauth::{FeishuOAuthError, OAuthClient, RefreshAction, SignInRequest, Tok
 pub use tokens::{
     Account, MemoryTokenStore, StoredToken, TokenError, TokenManager, TokenStore, VaultTokenStore,
 };
+pub use tools::{FeishuTool, ToolEnv, all_tools};

@@ -1,0 +1,202 @@
+//! The assistant's Feishu tools: reads that run at once, and writes that wait for the user.
+//!
+//! Every tool declares the scopes it needs (the narrowest that work, so a sign-in asks for
+//! little), whether it writes (and so needs approval), and whether Feishu deduplicates its writes
+//! by the call's idempotency key (message `uuid`, calendar `idempotency_key`, task and docx
+//! `client_token`). Writes describe themselves for the approval card in Chinese and English, with
+//! times in the user's time zone and people and chats by name. Feishu's failures become the
+//! outcome contract: a missing user scope is `NEEDS_USER_AUTH` with exactly the scopes to ask for,
+//! a scope the app lacks is `FAILED` with a message for the admin.
+
+mod calendar;
+mod docs;
+mod im;
+mod people;
+mod tasks;
+mod time;
+
+use std::sync::Arc;
+
+use agent::{AgentTool, Preview, ToolContext, ToolOutcome, ToolResult, ToolReturn};
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use jiff::tz::TimeZone;
+use serde_json::{Map, Value, json};
+
+use crate::api::{ApiClient, ApiError};
+
+/// What every tool needs: the API client and the user's time zone.
+#[derive(Debug, Clone)]
+pub struct ToolEnv {
+    /// The Open API client, signed in as the user.
+    pub api: ApiClient,
+    /// The user's time zone, for reading and showing times.
+    pub tz: TimeZone,
+}
+
+type Runner =
+    fn(Arc<ToolEnv>, Map<String, Value>, String) -> BoxFuture<'static, Result<Value, ApiError>>;
+type Previewer = fn(Arc<ToolEnv>, Map<String, Value>) -> BoxFuture<'static, Preview>;
+
+/// The fixed description of one tool.
+#[derive(Debug, Clone)]
+pub(crate) struct Spec {
+    pub(crate) name: &'static str,
+    pub(crate) description: &'static str,
+    pub(crate) parameters: Value,
+    pub(crate) scopes: &'static [&'static str],
+    pub(crate) dedup: bool,
+}
+
+/// One Feishu tool.
+pub struct FeishuTool {
+    spec: Spec,
+    env: Arc<ToolEnv>,
+    run: Runner,
+    preview: Option<Previewer>,
+}
+
+impl std::fmt::Debug for FeishuTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FeishuTool")
+            .field("name", &self.spec.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FeishuTool {
+    pub(crate) fn read(spec: Spec, env: &Arc<ToolEnv>, run: Runner) -> Self {
+        FeishuTool {
+            spec,
+            env: env.clone(),
+            run,
+            preview: None,
+        }
+    }
+
+    pub(crate) fn write(spec: Spec, env: &Arc<ToolEnv>, run: Runner, preview: Previewer) -> Self {
+        FeishuTool {
+            spec,
+            env: env.clone(),
+            run,
+            preview: Some(preview),
+        }
+    }
+
+    /// Whether the tool writes (and so waits for approval).
+    pub fn is_write(&self) -> bool {
+        self.preview.is_some()
+    }
+}
+
+#[async_trait]
+impl AgentTool for FeishuTool {
+    fn name(&self) -> &str {
+        self.spec.name
+    }
+
+    fn description(&self) -> &str {
+        self.spec.description
+    }
+
+    fn parameters(&self) -> Value {
+        self.spec.parameters.clone()
+    }
+
+    fn requires_approval(&self, _args: &Map<String, Value>) -> bool {
+        self.is_write()
+    }
+
+    fn scopes(&self) -> Vec<String> {
+        self.spec.scopes.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    fn deduplicates(&self) -> bool {
+        self.spec.dedup
+    }
+
+    async fn preview(&self, args: &Map<String, Value>) -> Option<Preview> {
+        let preview = self.preview?;
+        Some(preview(self.env.clone(), args.clone()).await)
+    }
+
+    async fn run(&self, args: Map<String, Value>, ctx: &mut ToolContext) -> ToolReturn {
+        match (self.run)(self.env.clone(), args, ctx.idempotency_key.clone()).await {
+            Ok(value) => ToolReturn::from(value),
+            Err(error) => self.failure(error),
+        }
+    }
+}
+
+impl FeishuTool {
+    fn failure(&self, error: ApiError) -> ToolReturn {
+        match error {
+            ApiError::NeedsAuth { scopes } => {
+                let scopes = if scopes.is_empty() {
+                    self.scopes()
+                } else {
+                    scopes
+                };
+                ToolResult::new(ToolOutcome::NeedsUserAuth)
+                    .with_content(format!(
+                        "The user must sign in to Feishu and grant: {}. The app is showing them a sign-in card; the call runs again by itself afterwards.",
+                        scopes.join(", ")
+                    ))
+                    .with_auth_scopes(scopes)
+                    .into()
+            }
+            ApiError::ScopeNotEnabled { .. } => ToolResult::new(ToolOutcome::Failed)
+                .with_content(format!(
+                    "{error} Tell the user this; retrying will not help."
+                ))
+                .into(),
+            other => ToolResult::new(ToolOutcome::Failed)
+                .with_content(other.to_string())
+                .into(),
+        }
+    }
+}
+
+/// Every Feishu tool, reads and writes, for an agent.
+pub fn all_tools(env: ToolEnv) -> Vec<FeishuTool> {
+    let env = Arc::new(env);
+    let mut tools = vec![people::whoami(&env), people::search_people(&env)];
+    tools.extend(calendar::tools(&env));
+    tools.extend(im::tools(&env));
+    tools.extend(docs::tools(&env));
+    tools.extend(tasks::tools(&env));
+    tools
+}
+
+/// A required string argument.
+pub(crate) fn text_arg(args: &Map<String, Value>, name: &str) -> Result<String, ApiError> {
+    args.get(name)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| ApiError::Malformed(format!("argument {name} is missing")))
+}
+
+/// An optional string argument.
+pub(crate) fn opt_text(args: &Map<String, Value>, name: &str) -> Option<String> {
+    args.get(name)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
+/// The JSON Schema of an object with these properties, the first `required` of them required.
+pub(crate) fn object_schema(properties: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
+}
+
+/// Picks the named fields of a Feishu object, so the model reads what matters and not kilobytes
+/// of ids and flags.
+pub(crate) fn pick(value: &Value, fields: &[&str]) -> Value {
+    let mut out = Map::new();
+    for field in fields {
+        if let Some(v) = value.get(*field).filter(|v| !v.is_null()) {
+            out.insert((*field).to_owned(), v.clone());
+        }
+    }
+    Value::Object(out)
+}

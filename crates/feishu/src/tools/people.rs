@@ -1,0 +1,113 @@
+//! Who the user is, and finding people.
+
+use std::sync::Arc;
+
+use reqwest::Method;
+use serde_json::{Map, Value, json};
+
+use super::{FeishuTool, Spec, ToolEnv, object_schema, pick, text_arg};
+use crate::api::ApiError;
+
+const SEARCH: &str = "contact:user:search";
+
+pub(crate) fn whoami(env: &Arc<ToolEnv>) -> FeishuTool {
+    FeishuTool::read(
+        Spec {
+            name: "whoami",
+            description: "Who the signed-in Feishu user is (name and open_id).",
+            parameters: object_schema(json!({}), &[]),
+            scopes: &[],
+            dedup: false,
+        },
+        env,
+        |env, _, _| Box::pin(me(env)),
+    )
+}
+
+pub(crate) fn search_people(env: &Arc<ToolEnv>) -> FeishuTool {
+    FeishuTool::read(
+        Spec {
+            name: "search_people",
+            description: "Find people in the user's organisation by name; returns their open_ids.",
+            parameters: object_schema(json!({"query": {"type": "string"}}), &["query"]),
+            scopes: &[SEARCH],
+            dedup: false,
+        },
+        env,
+        |env, args, _| Box::pin(search(env, args)),
+    )
+}
+
+async fn me(env: Arc<ToolEnv>) -> Result<Value, ApiError> {
+    let data = env
+        .api
+        .call(Method::GET, "authen/v1/user_info", &[], None)
+        .await?;
+    Ok(pick(&data, &["name", "en_name", "open_id", "email"]))
+}
+
+/// The user's open_id.
+pub(crate) async fn my_open_id(env: &ToolEnv) -> Result<String, ApiError> {
+    if let Ok(Some(account)) = env.api.tokens().account().await
+        && let Some(user) = account.user
+    {
+        return Ok(user.open_id);
+    }
+    let data = env
+        .api
+        .call(Method::GET, "authen/v1/user_info", &[], None)
+        .await?;
+    data.get("open_id")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| ApiError::Malformed("user_info has no open_id".into()))
+}
+
+async fn search(env: Arc<ToolEnv>, args: Map<String, Value>) -> Result<Value, ApiError> {
+    let query = text_arg(&args, "query")?;
+    let data = env
+        .api
+        .call(
+            Method::GET,
+            "search/v1/user",
+            &[("query", query), ("page_size", "20".into())],
+            None,
+        )
+        .await?;
+    let users: Vec<Value> = data
+        .get("users")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|u| pick(u, &["name", "open_id", "department_ids"]))
+        .collect();
+    Ok(json!({"people": users}))
+}
+
+/// People's names for a preview; an id that cannot be looked up is shown as it is.
+pub(crate) async fn names(env: &ToolEnv, open_ids: &[String]) -> Vec<String> {
+    let mut names = Vec::with_capacity(open_ids.len());
+    // A preview looks up at most ten people; beyond that the count says enough.
+    for id in open_ids.iter().take(10) {
+        let name = env
+            .api
+            .call(
+                Method::GET,
+                &format!("contact/v3/users/{id}"),
+                &[("user_id_type", "open_id".into())],
+                None,
+            )
+            .await
+            .ok()
+            .and_then(|d| {
+                d.pointer("/user/name")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            });
+        names.push(name.unwrap_or_else(|| id.clone()));
+    }
+    if open_ids.len() > 10 {
+        names.push(format!("+{}", open_ids.len() - 10));
+    }
+    names
+}
