@@ -42,7 +42,7 @@ pub use llm::{
     FunctionDeclaration, GenerateContentConfig, LlmRequest, LlmResponse, MalformedCall, Tool,
     ToolDeclaration,
 };
-pub use model::{Model, ModelError, ModelStream, ScriptedModel};
+pub use model::{Model, ModelError, ModelStream, RecordingModel, ScriptedModel};
 pub use persist::{
     CallRecord, CallStatus, EngineStore, InvocationRecord, InvocationStatus, Rule, RuleEffect,
     Verdict,

@@ -174,3 +174,37 @@ impl Model for ScriptedModel {
 
 /// A model shared between agents and tests.
 pub type SharedModel = Arc<dyn Model>;
+
+/// Wraps a model and keeps every request sent through it (tests look at what the engine asked).
+#[derive(Debug)]
+pub struct RecordingModel {
+    inner: Arc<dyn Model>,
+    requests: Mutex<Vec<LlmRequest>>,
+}
+
+impl RecordingModel {
+    /// Records what goes to `inner`.
+    pub fn new(inner: Arc<dyn Model>) -> Self {
+        RecordingModel {
+            inner,
+            requests: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The requests sent so far.
+    pub fn requests(&self) -> Vec<LlmRequest> {
+        lock(&self.requests).clone()
+    }
+}
+
+#[async_trait]
+impl Model for RecordingModel {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    async fn generate(&self, request: LlmRequest) -> Result<ModelStream, ModelError> {
+        lock(&self.requests).push(request.clone());
+        self.inner.generate(request).await
+    }
+}

@@ -7,8 +7,8 @@ use agent::persist::{AuditFilter, CallFilter, Commit, JournalEntry, JournalOp};
 use agent::{
     Approval, CallStatus, Content, Decision, Engine, EngineConfig, EngineError, EngineEvent,
     EngineStore, FunctionCall, FunctionTool, InvocationStatus, LlmAgent, LlmRequest, LlmResponse,
-    MalformedCall, ManualClock, Part, RuleEffect, ScriptedModel, Settlement, ToolOutcome,
-    ToolResult, ToolReturn, Verdict,
+    MalformedCall, ManualClock, Part, RecordingModel, RuleEffect, ScriptedModel, Settlement,
+    ToolOutcome, ToolResult, ToolReturn, Verdict,
 };
 use serde_json::{Map, Value, json};
 
@@ -54,23 +54,121 @@ fn recording_tool(name: &str, approval: Approval, runs: &Runs) -> FunctionTool {
 struct Harness {
     engine: Engine,
     store: Arc<store::Store>,
-    model: Arc<ScriptedModel>,
+    model: Arc<RecordingModel>,
     clock: ManualClock,
+    _server: Option<ScriptedServer>,
     session: String,
     writes: Runs,
     reads: Runs,
 }
 
+/// The scripted model server on a thread of its own, so a synchronous harness can start it.
+struct ScriptedServer {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for ScriptedServer {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The script as the OpenAI-compatible scripted server's steps, in order.
+fn server_steps(script: &[LlmResponse]) -> Vec<emulator::model_server::Step> {
+    use emulator::model_server::{Reply, Step, ToolCall};
+    script
+        .iter()
+        .map(|response| {
+            let mut tool_calls: Vec<ToolCall> = response
+                .content
+                .function_calls()
+                .map(|c| ToolCall {
+                    name: c.name.clone(),
+                    arguments: Value::Object(c.args.clone()),
+                    id: None,
+                })
+                .collect();
+            tool_calls.extend(response.malformed_calls.iter().map(|m| ToolCall {
+                name: m.name.clone(),
+                arguments: Value::String(m.arguments.clone()),
+                id: None,
+            }));
+            Step::reply(Reply {
+                text: response.content.text(),
+                tool_calls,
+            })
+        })
+        .collect()
+}
+
+/// The model the scenario tests run against: the in-process scripted model, or — with
+/// `ENGINE_TEST_PROVIDER=openai` — the real OpenAI-compatible provider talking HTTP to the
+/// scripted model server, answering the same script.
+fn scripted(script: Vec<LlmResponse>) -> (Arc<dyn agent::Model>, Option<ScriptedServer>) {
+    if std::env::var("ENGINE_TEST_PROVIDER").as_deref() != Ok("openai") {
+        return (Arc::new(ScriptedModel::new(script)), None);
+    }
+    let steps = server_steps(&script);
+    let (url_tx, url_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let server = emulator::model_server::ModelServer::start(
+                emulator::model_server::Script::of_steps(steps),
+            )
+            .await
+            .unwrap();
+            url_tx.send(server.base_url()).unwrap();
+            let _ = tokio::task::spawn_blocking(move || stop_rx.recv()).await;
+            server.shutdown().await;
+        });
+    });
+    let base_url = url_rx.recv().unwrap();
+    let config = llm::ProviderConfig::new(
+        llm::ProviderKind::OpenAiCompatible,
+        "scripted server",
+        base_url,
+        "scripted-over-http",
+        None,
+    );
+    let model = llm::connect(config).unwrap();
+    (
+        model,
+        Some(ScriptedServer {
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        }),
+    )
+}
+
 fn harness(script: Vec<LlmResponse>) -> Harness {
-    harness_with(ScriptedModel::new(script), |b| b)
+    let (model, server) = scripted(script);
+    build_harness(model, server, |b| b)
 }
 
 fn harness_with(
     model: ScriptedModel,
     extend: impl FnOnce(agent::LlmAgentBuilder) -> agent::LlmAgentBuilder,
 ) -> Harness {
+    build_harness(Arc::new(model), None, extend)
+}
+
+fn build_harness(
+    model: Arc<dyn agent::Model>,
+    server: Option<ScriptedServer>,
+    extend: impl FnOnce(agent::LlmAgentBuilder) -> agent::LlmAgentBuilder,
+) -> Harness {
     let store = Arc::new(store::Store::open_in_memory().unwrap());
-    let model = Arc::new(model);
+    let model = Arc::new(RecordingModel::new(model));
     let writes: Runs = Arc::default();
     let reads: Runs = Arc::default();
     let builder = LlmAgent::builder("assistant", model.clone())
@@ -90,6 +188,7 @@ fn harness_with(
         store,
         model,
         clock,
+        _server: server,
         session,
         writes,
         reads,
@@ -1410,4 +1509,24 @@ async fn a_held_call_carries_the_tools_preview_and_an_edit_updates_it() {
         .unwrap();
     let record = h.store.call(&held.call_id).unwrap().unwrap();
     assert_eq!(record.preview.unwrap().summary.en, "Say hello to 小王");
+}
+
+#[tokio::test]
+async fn the_provider_switch_really_puts_http_in_the_path() {
+    let over_http = std::env::var("ENGINE_TEST_PROVIDER").as_deref() == Ok("openai");
+    let h = harness(vec![say("你好")]);
+    assert_eq!(h._server.is_some(), over_http);
+    assert_eq!(
+        agent::Model::name(h.model.as_ref()),
+        if over_http {
+            "scripted-over-http"
+        } else {
+            "scripted"
+        }
+    );
+    assert_eq!(h.send("hi").await.status, InvocationStatus::Completed);
+    assert_eq!(
+        h.events().last().unwrap().content.as_ref().unwrap().text(),
+        "你好"
+    );
 }
