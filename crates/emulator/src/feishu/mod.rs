@@ -2,9 +2,16 @@
 //! mode. It binds a loopback port chosen at start; the app's base URLs point at it.
 //!
 //! This module holds the server, its shared state, the request log and the control endpoints;
-//! [`oauth`] holds the sign-in side (authorize page, token endpoint, `user_info`).
+//! [`oauth`] holds the sign-in side (authorize page, token endpoint, `user_info`), [`api`] the
+//! Open API side (calendar, IM, docs, tasks, contact, drive) over the demo tenant of [`seed`],
+//! and [`faults`] the injected failures and rate limits.
 
+pub mod api;
+mod datetime;
+pub mod faults;
 pub mod oauth;
+pub mod seed;
+mod tenant;
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -12,9 +19,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::extract::State;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Serialize;
+
+pub use api::scopes::{self, ENDPOINTS, Endpoint, PREFERRED_SCOPES, preferred_scope};
+pub use faults::{Fault, FaultKind, RateLimit};
+pub use seed::{SeedIds, SeedPerson};
 
 /// One request the emulator received, for tests to count.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -28,6 +39,23 @@ pub struct LoggedRequest {
     pub grant_type: Option<String>,
     /// Milliseconds since the Unix epoch.
     pub at: i64,
+    /// For the Open API: the route that served it, with `{param}` placeholders (see
+    /// [`scopes`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<String>,
+    /// For the Open API: whether the endpoint writes (creates, changes or deletes).
+    #[serde(default)]
+    pub write: bool,
+    /// For the Open API: the idempotency key it carried (`idempotency_key` or `client_token` in
+    /// the query, `uuid` or `client_token` in the body).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+    /// For the Open API: the HTTP status answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// For the Open API: the Feishu `code` answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<i64>,
 }
 
 /// A registered Feishu app.
@@ -62,6 +90,7 @@ pub(crate) struct EmulatorState {
     pub(crate) apps: HashMap<String, App>,
     pub(crate) user: User,
     pub(crate) oauth: oauth::OAuthState,
+    pub(crate) api: api::ApiState,
     pub(crate) log: Vec<LoggedRequest>,
 }
 
@@ -84,6 +113,11 @@ impl Shared {
             path: path.to_owned(),
             grant_type,
             at: now_millis(),
+            route: None,
+            write: false,
+            idempotency_key: None,
+            status: None,
+            code: None,
         });
     }
 }
@@ -122,15 +156,29 @@ pub fn demo_user() -> User {
 impl FeishuEmulator {
     /// Starts the emulator on `127.0.0.1` at a free port.
     pub async fn start() -> std::io::Result<FeishuEmulator> {
+        let (tenant, seed) = seed::build(now_millis());
         let shared = Shared(Arc::new(Mutex::new(EmulatorState {
             apps: HashMap::new(),
             user: demo_user(),
             oauth: oauth::OAuthState::default(),
+            api: api::ApiState {
+                tenant,
+                seed,
+                faults: faults::FaultState::default(),
+                clock_offset_ms: 0,
+            },
             log: Vec::new(),
         })));
         let router = Router::new()
             .merge(oauth::routes())
+            .merge(api::routes(shared.clone()))
             .route("/_emulator/requests", get(request_log))
+            .route(
+                "/_emulator/faults",
+                post(faults::post_faults).delete(faults::delete_faults),
+            )
+            .route("/_emulator/seed", get(seed_ids))
+            .layer(axum::middleware::from_fn(api::stamp_logid))
             .with_state(shared.clone());
         let listener =
             tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).await?;
@@ -245,6 +293,170 @@ impl FeishuEmulator {
     }
 }
 
+/// The Open API side: test helpers.
+impl FeishuEmulator {
+    /// Issues an access token for `app_id` carrying exactly `scopes`, as if the user had signed
+    /// in and granted them; it lives as long as [`FeishuEmulator::set_access_token_ttl`] says.
+    /// If the app is registered, scopes it has not enabled still answer 99991672.
+    pub fn issue_token(&self, app_id: &str, scopes: &[&str]) -> String {
+        let mut state = self.shared.lock();
+        let token = oauth::random_token("eyJ", 120);
+        let ttl_ms = i64::try_from(state.oauth.access_ttl.as_millis()).unwrap_or(i64::MAX);
+        state.oauth.access_tokens.insert(
+            token.clone(),
+            oauth::AccessToken {
+                app_id: app_id.to_owned(),
+                scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+                expires_at: now_millis().saturating_add(ttl_ms),
+            },
+        );
+        token
+    }
+
+    /// The demo tenant's ids (the same in every run).
+    pub fn seed(&self) -> SeedIds {
+        self.shared.lock().api.seed.clone()
+    }
+
+    /// Queues a fault for the next matching Open API requests (also `POST /_emulator/faults`).
+    pub fn inject_fault(&self, fault: Fault) {
+        self.shared.lock().api.faults.add(fault);
+    }
+
+    /// Drops every queued fault.
+    pub fn clear_faults(&self) {
+        self.shared.lock().api.faults.clear();
+    }
+
+    /// Caps `method` `route` (a route constant of [`scopes`], e.g. [`scopes::MESSAGES`]) per app.
+    pub fn set_rate_limit(&self, method: &str, route: &str, limit: RateLimit) {
+        self.shared
+            .lock()
+            .api
+            .faults
+            .set_limit(method, route, limit);
+    }
+
+    /// Removes every rate limit.
+    pub fn clear_rate_limits(&self) {
+        self.shared.lock().api.faults.clear_limits();
+    }
+
+    /// Moves the Open API side's clock forward (idempotency windows, timestamps of new objects).
+    /// Access tokens keep following the real clock.
+    pub fn advance_clock(&self, by: Duration) {
+        let by = i64::try_from(by.as_millis()).unwrap_or(i64::MAX);
+        let mut state = self.shared.lock();
+        state.api.clock_offset_ms = state.api.clock_offset_ms.saturating_add(by);
+    }
+
+    /// Successful write requests to `route` (a route constant, or a concrete path), from the
+    /// request log: what a test counts to prove a write went through once.
+    pub fn writes_to(&self, route: &str) -> usize {
+        self.shared
+            .lock()
+            .log
+            .iter()
+            .filter(|r| {
+                r.write
+                    && r.status == Some(200)
+                    && (r.path == route || r.route.as_deref() == Some(route))
+            })
+            .count()
+    }
+
+    /// Messages sent to `chat_id` through the Open API (sends and replies), oldest first.
+    pub fn messages_created_in(&self, chat_id: &str) -> Vec<CreatedMessage> {
+        let state = self.shared.lock();
+        let mut messages: Vec<CreatedMessage> = state
+            .api
+            .tenant
+            .messages
+            .iter()
+            .filter(|m| m.via_api && m.chat_id == chat_id)
+            .map(|m| CreatedMessage {
+                message_id: m.message_id.clone(),
+                msg_type: m.msg_type.clone(),
+                content: m.content.clone(),
+                parent_id: m.parent_id.clone(),
+                create_time: m.create_time,
+            })
+            .collect();
+        messages.sort_by_key(|m| m.create_time);
+        messages
+    }
+
+    /// The chat a message is in (for sends addressed to a person, whose 1:1 chat may be new).
+    pub fn chat_of_message(&self, message_id: &str) -> Option<String> {
+        self.shared
+            .lock()
+            .api
+            .tenant
+            .messages
+            .iter()
+            .find(|m| m.message_id == message_id)
+            .map(|m| m.chat_id.clone())
+    }
+
+    /// Events created through the Open API (not counting exceptions made by editing one
+    /// instance), deleted ones included.
+    pub fn events_created(&self) -> usize {
+        let state = self.shared.lock();
+        state
+            .api
+            .tenant
+            .events
+            .iter()
+            .filter(|e| e.via_api && e.recurring_event_id.is_none())
+            .count()
+    }
+
+    /// Tasks created through the Open API.
+    pub fn tasks_created(&self) -> usize {
+        let state = self.shared.lock();
+        state.api.tenant.tasks.iter().filter(|t| t.via_api).count()
+    }
+
+    /// Documents created through the Open API.
+    pub fn documents_created(&self) -> usize {
+        let state = self.shared.lock();
+        state
+            .api
+            .tenant
+            .documents
+            .iter()
+            .filter(|d| d.via_api)
+            .count()
+    }
+
+    /// How many top-level blocks `document_id` holds.
+    pub fn block_count(&self, document_id: &str) -> Option<usize> {
+        let state = self.shared.lock();
+        state
+            .api
+            .tenant
+            .documents
+            .iter()
+            .find(|d| d.document_id == document_id)
+            .map(|d| d.blocks.len())
+    }
+}
+
+/// A message sent through the Open API, as [`FeishuEmulator::messages_created_in`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CreatedMessage {
+    /// `om_…`.
+    pub message_id: String,
+    /// `text`, `post`, `interactive`…
+    pub msg_type: String,
+    /// The JSON string sent as `content`.
+    pub content: String,
+    /// For a reply: the message replied to.
+    pub parent_id: Option<String>,
+    /// Milliseconds.
+    pub create_time: i64,
+}
+
 impl Drop for FeishuEmulator {
     fn drop(&mut self) {
         if let Some(stop) = self.stop.take() {
@@ -255,4 +467,8 @@ impl Drop for FeishuEmulator {
 
 async fn request_log(State(shared): State<Shared>) -> Json<Vec<LoggedRequest>> {
     Json(shared.lock().log.clone())
+}
+
+async fn seed_ids(State(shared): State<Shared>) -> Json<SeedIds> {
+    Json(shared.lock().api.seed.clone())
 }

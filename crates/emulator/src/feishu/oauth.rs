@@ -92,7 +92,7 @@ pub(crate) fn routes() -> Router<Shared> {
         .route("/open-apis/authen/v1/user_info", get(user_info))
 }
 
-fn random_token(prefix: &str, len: usize) -> String {
+pub(crate) fn random_token(prefix: &str, len: usize) -> String {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     let mut out = String::with_capacity(prefix.len() + len);
     out.push_str(prefix);

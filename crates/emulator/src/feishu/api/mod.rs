@@ -1,0 +1,558 @@
+//! The emulator's Open API side: the endpoints the tools call, in Feishu's `{code,msg,data}`
+//! envelope, behind a gateway that does what Feishu's gateway does before an API sees a request:
+//! injected faults, the user access token (99991661/99991668/99991677), the scopes of the
+//! endpoint (99991679 for a scope the user has not granted, 99991672 for one the app has not
+//! enabled) and rate limits (99991400 with `x-ogw-ratelimit-*`). It also logs every request.
+
+pub mod scopes;
+
+mod calendar;
+mod contact;
+pub(crate) mod docs;
+mod drive;
+mod im;
+mod tasks;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, patch, post};
+use axum::{Json, Router};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::{Value, json};
+
+use super::faults::{FaultKind, FaultState, Limited};
+use super::oauth::{self, AccessToken};
+use super::seed::SeedIds;
+use super::tenant::Tenant;
+use super::{EmulatorState, LoggedRequest, Shared, now_millis};
+use scopes::{Endpoint, ScopeGroup};
+
+/// Request bodies larger than this are refused (Markdown conversion accepts 10 MiB of text).
+const MAX_BODY: usize = 12 * 1024 * 1024;
+
+/// The Open API side's state.
+#[derive(Debug)]
+pub(crate) struct ApiState {
+    pub(crate) tenant: Tenant,
+    pub(crate) seed: SeedIds,
+    pub(crate) faults: FaultState,
+    /// Added to the real clock for timestamps and idempotency windows, so tests can step past
+    /// an hour without waiting. Token lifetimes follow the real clock, as the OAuth side does.
+    pub(crate) clock_offset_ms: i64,
+}
+
+impl ApiState {
+    pub(crate) fn now_ms(&self) -> i64 {
+        now_millis() + self.clock_offset_ms
+    }
+}
+
+/// Who is calling, as the gateway authenticated it; handlers read it from the request extensions.
+#[derive(Debug, Clone)]
+pub(crate) struct Caller {
+    pub(crate) app_id: String,
+}
+
+/// The Feishu `code` a response carried, left in its extensions for the request log.
+#[derive(Debug, Clone, Copy)]
+struct FeishuCode(i64);
+
+/// A Feishu error answer: HTTP status, `code`, `msg` and the optional `error` object. Boxed so
+/// that `Result`s carrying it stay small.
+#[derive(Debug, thiserror::Error)]
+#[error("Feishu error {}: {}", .0.code, .0.msg)]
+pub(crate) struct ApiError(Box<ErrorBody>);
+
+#[derive(Debug)]
+struct ErrorBody {
+    status: u16,
+    code: i64,
+    msg: String,
+    error: Option<Value>,
+    headers: Vec<(&'static str, String)>,
+}
+
+impl ApiError {
+    pub(crate) fn new(status: u16, code: i64, msg: impl Into<String>) -> ApiError {
+        ApiError(Box::new(ErrorBody {
+            status,
+            code,
+            msg: msg.into(),
+            error: None,
+            headers: Vec::new(),
+        }))
+    }
+
+    fn with_error(mut self, error: Value) -> ApiError {
+        self.0.error = Some(error);
+        self
+    }
+
+    fn with_header(mut self, name: &'static str, value: String) -> ApiError {
+        self.0.headers.push((name, value));
+        self
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let ErrorBody {
+            status,
+            code,
+            msg,
+            error,
+            headers,
+        } = *self.0;
+        let mut body = json!({"code": code, "msg": msg});
+        if let Some(error) = error {
+            body["error"] = error;
+        }
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+        let mut response = (status, Json(body)).into_response();
+        for (name, value) in headers {
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                response.headers_mut().insert(name, value);
+            }
+        }
+        response.extensions_mut().insert(FeishuCode(code));
+        response
+    }
+}
+
+pub(crate) type ApiResult = Result<Response, ApiError>;
+
+/// `{"code":0,"msg":"success","data":…}`.
+pub(crate) fn ok(data: Value) -> ApiResult {
+    let mut response = Json(json!({"code": 0, "msg": "success", "data": data})).into_response();
+    response.extensions_mut().insert(FeishuCode(0));
+    Ok(response)
+}
+
+/// A JSON request body; an empty body reads as `{}`.
+pub(crate) fn json_body(body: &Bytes) -> Result<Value, String> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(json!({}));
+    }
+    match serde_json::from_slice::<Value>(body) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(_) => Err("the request body must be a JSON object".to_owned()),
+        Err(e) => Err(format!("the request body is not JSON: {e}")),
+    }
+}
+
+/// Where a paged listing resumes. Page tokens are opaque to clients: they encode the offset and
+/// the query they belong to, so a token replayed with another query is refused.
+#[derive(Debug)]
+pub(crate) struct Paging {
+    pub(crate) size: usize,
+    offset: usize,
+    context: String,
+}
+
+impl Paging {
+    /// Reads `page_size` (absent or 0 → `default`; outside `1..=max` → error) and `page_token`.
+    pub(crate) fn parse(
+        size: Option<&str>,
+        token: Option<&str>,
+        default: usize,
+        max: usize,
+        context: &str,
+    ) -> Result<Paging, String> {
+        let size = match size.map(str::trim).filter(|s| !s.is_empty()) {
+            None => default,
+            Some(text) => match text.parse::<i64>() {
+                Ok(0) => default,
+                Ok(n) if n >= 1 && usize::try_from(n).is_ok_and(|n| n <= max) => {
+                    usize::try_from(n).unwrap_or(default)
+                }
+                _ => return Err(format!("page_size must be between 1 and {max}")),
+            },
+        };
+        let offset = match token.filter(|t| !t.is_empty()) {
+            None => 0,
+            Some(token) => URL_SAFE_NO_PAD
+                .decode(token)
+                .ok()
+                .and_then(|raw| String::from_utf8(raw).ok())
+                .and_then(|text| {
+                    let (ctx, offset) = text.rsplit_once('\n')?;
+                    (ctx == context).then(|| offset.parse::<usize>().ok())?
+                })
+                .ok_or_else(|| "page_token is invalid".to_owned())?,
+        };
+        Ok(Paging {
+            size,
+            offset,
+            context: context.to_owned(),
+        })
+    }
+
+    /// This page of `items` and the token of the next one, if any.
+    pub(crate) fn page<'a, T>(&self, items: &'a [T]) -> (&'a [T], Option<String>) {
+        let start = self.offset.min(items.len());
+        let end = start.saturating_add(self.size).min(items.len());
+        let next =
+            (end < items.len()).then(|| URL_SAFE_NO_PAD.encode(format!("{}\n{end}", self.context)));
+        (items.get(start..end).unwrap_or_default(), next)
+    }
+}
+
+/// Puts `has_more` and (only when there is more) the next token under `token_field`.
+pub(crate) fn paged(mut data: Value, next: Option<String>, token_field: &str) -> Value {
+    data["has_more"] = json!(next.is_some());
+    if let Some(next) = next {
+        data[token_field] = json!(next);
+    }
+    data
+}
+
+/// Lowercase hex of 16 random bytes: ids minted for objects created through the API.
+pub(crate) fn random_hex() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// `prefix` and `len` random characters of `[0-9A-Za-z]`, the shape of docx and drive tokens.
+pub(crate) fn random_token(prefix: &str, len: usize) -> String {
+    const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let mut out = String::from(prefix);
+    while out.len() < prefix.len() + len {
+        for byte in uuid::Uuid::new_v4().as_bytes() {
+            if out.len() < prefix.len() + len {
+                out.push(char::from(ALPHABET[usize::from(*byte) % ALPHABET.len()]));
+            }
+        }
+    }
+    out
+}
+
+pub(crate) fn routes(shared: Shared) -> Router<Shared> {
+    Router::new()
+        .route(scopes::PRIMARY_CALENDAR, post(calendar::primary))
+        .route(scopes::INSTANCE_VIEW, get(calendar::instance_view))
+        .route(scopes::EVENTS, post(calendar::create_event))
+        .route(
+            scopes::EVENT,
+            get(calendar::get_event)
+                .patch(calendar::patch_event)
+                .delete(calendar::delete_event),
+        )
+        .route(scopes::ATTENDEES, post(calendar::add_attendees))
+        .route(scopes::FREEBUSY, post(calendar::freebusy))
+        .route(scopes::CHATS, get(im::list_chats))
+        .route(scopes::CHAT_SEARCH, get(im::search_chats))
+        .route(scopes::CHAT, get(im::get_chat))
+        .route(scopes::MESSAGES, get(im::list_messages).post(im::send))
+        .route(scopes::MESSAGE_REPLY, post(im::reply))
+        .route(scopes::DOC_SEARCH, post(docs::search))
+        .route(scopes::DOC_CONTENT, get(docs::content))
+        .route(scopes::DOCUMENTS, post(docs::create))
+        .route(scopes::BLOCK_CONVERT, post(docs::convert))
+        .route(scopes::BLOCK_CHILDREN, post(docs::append_children))
+        .route(scopes::WIKI_NODE, get(docs::get_node))
+        .route(scopes::TASKS, get(tasks::list).post(tasks::create))
+        .route(scopes::TASK, patch(tasks::patch))
+        .route(scopes::USER_SEARCH, get(contact::search))
+        .route(scopes::USER, get(contact::get_user))
+        .route(scopes::DRIVE_FILES, get(drive::list))
+        .layer(middleware::from_fn_with_state(shared, gateway))
+}
+
+/// Puts an `x-tt-logid` on every answer of the emulator, as Feishu does.
+pub(crate) async fn stamp_logid(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    if !response.headers().contains_key("x-tt-logid") {
+        let logid = format!(
+            "{}{}",
+            now_millis(),
+            uuid::Uuid::new_v4()
+                .simple()
+                .to_string()
+                .to_ascii_uppercase()
+        );
+        if let Ok(value) = HeaderValue::from_str(&logid) {
+            response.headers_mut().insert("x-tt-logid", value);
+        }
+    }
+    response
+}
+
+async fn gateway(
+    State(shared): State<Shared>,
+    matched: Option<MatchedPath>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let method = request.method().as_str().to_owned();
+    let path = request.uri().path().to_owned();
+    let route = matched.map_or_else(|| path.clone(), |m| m.as_str().to_owned());
+    let endpoint = scopes::endpoint(&method, &route);
+    let (mut parts, body) = request.into_parts();
+    let query: HashMap<String, String> =
+        url::form_urlencoded::parse(parts.uri.query().unwrap_or_default().as_bytes())
+            .into_owned()
+            .collect();
+    let (response, idempotency_key) = match axum::body::to_bytes(body, MAX_BODY).await {
+        Err(_) => (
+            ApiError::new(400, 99992402, "the request body is too large").into_response(),
+            None,
+        ),
+        Ok(bytes) => {
+            let key = idempotency_key(&query, &bytes);
+            let admitted = admit(
+                &shared,
+                &method,
+                &path,
+                &route,
+                endpoint,
+                &query,
+                &parts.headers,
+            )
+            .await;
+            let response = match admitted {
+                Err(error) => error.into_response(),
+                Ok(caller) => {
+                    parts.extensions.insert(caller);
+                    next.run(Request::from_parts(parts, Body::from(bytes)))
+                        .await
+                }
+            };
+            (response, key)
+        }
+    };
+    let code = response.extensions().get::<FeishuCode>().map(|c| c.0);
+    shared.lock().log.push(LoggedRequest {
+        method,
+        path,
+        grant_type: None,
+        at: now_millis(),
+        route: Some(route),
+        write: endpoint.is_some_and(|e| e.write),
+        idempotency_key,
+        status: Some(response.status().as_u16()),
+        code,
+    });
+    response
+}
+
+/// The key a write carries: `idempotency_key` or `client_token` in the query, `uuid` or
+/// `client_token` in the body.
+fn idempotency_key(query: &HashMap<String, String>, body: &Bytes) -> Option<String> {
+    if let Some(key) = ["idempotency_key", "client_token"]
+        .iter()
+        .find_map(|k| query.get(*k).filter(|v| !v.is_empty()))
+    {
+        return Some(key.clone());
+    }
+    let body: Value = serde_json::from_slice(body).ok()?;
+    ["uuid", "client_token"].iter().find_map(|k| {
+        body.get(*k)
+            .and_then(Value::as_str)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    })
+}
+
+/// Everything before the endpoint: faults, the token, scopes, rate limits.
+async fn admit(
+    shared: &Shared,
+    method: &str,
+    path: &str,
+    route: &str,
+    endpoint: Option<&'static Endpoint>,
+    query: &HashMap<String, String>,
+    headers: &HeaderMap,
+) -> Result<Caller, ApiError> {
+    let token = oauth::bearer(headers);
+    let fault = shared.lock().api.faults.take(path, route);
+    match fault {
+        Some(FaultKind::ServerError { status }) => {
+            return Err(ApiError::new(status, 1500, "internal error"));
+        }
+        Some(FaultKind::RateLimited { reset_secs }) => {
+            let limit = shared
+                .lock()
+                .api
+                .faults
+                .limit_of(method, route)
+                .unwrap_or(50);
+            return Err(rate_limited(Limited {
+                limit,
+                reset_secs,
+                status: 429,
+            }));
+        }
+        Some(FaultKind::Slow { delay_ms }) => {
+            tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+        }
+        Some(FaultKind::ExpireToken) => {
+            if let Some(token) = &token
+                && let Some(access) = shared.lock().oauth.access_tokens.get_mut(token)
+            {
+                access.expires_at = now_millis();
+            }
+        }
+        None => {}
+    }
+    let mut state = shared.lock();
+    let Some(token) = token else {
+        return Err(ApiError::new(
+            400,
+            99991661,
+            "Missing access token for authorization. Please make a request with token attached.",
+        ));
+    };
+    let Some(access) = state.oauth.access_tokens.get(&token).cloned() else {
+        return Err(ApiError::new(
+            401,
+            99991668,
+            "Invalid access token for authorization. Please make a request with token attached.",
+        ));
+    };
+    if access.expires_at <= now_millis() {
+        return Err(ApiError::new(401, 99991677, "token expired"));
+    }
+    if let Some(endpoint) = endpoint {
+        check_scopes(&state, endpoint, query, &access)?;
+    }
+    state
+        .api
+        .faults
+        .admit(method, route, &access.app_id, now_millis())
+        .map_err(rate_limited)?;
+    Ok(Caller {
+        app_id: access.app_id,
+    })
+}
+
+fn rate_limited(limited: Limited) -> ApiError {
+    ApiError::new(limited.status, 99991400, "request trigger frequency limit")
+        .with_header("x-ogw-ratelimit-limit", limited.limit.to_string())
+        .with_header("x-ogw-ratelimit-reset", limited.reset_secs.to_string())
+}
+
+/// The scope groups a request needs: the endpoint's, plus, for listing messages, the group that
+/// lets a user read that kind of chat.
+fn required_groups(
+    state: &EmulatorState,
+    endpoint: &Endpoint,
+    query: &HashMap<String, String>,
+) -> Vec<ScopeGroup> {
+    let mut groups = endpoint.scopes.to_vec();
+    if endpoint.method == "GET" && endpoint.route == scopes::MESSAGES {
+        let p2p = query
+            .get("container_id")
+            .and_then(|id| state.api.tenant.chat(id))
+            .is_some_and(|chat| chat.p2p);
+        groups.push(if p2p {
+            scopes::P2P_MSG_AS_USER
+        } else {
+            scopes::GROUP_MSG_AS_USER
+        });
+    }
+    groups
+}
+
+fn check_scopes(
+    state: &EmulatorState,
+    endpoint: &Endpoint,
+    query: &HashMap<String, String>,
+    access: &AccessToken,
+) -> Result<(), ApiError> {
+    let holds = |scopes: &[String], group: ScopeGroup| {
+        group.iter().any(|s| scopes.iter().any(|held| held == s))
+    };
+    let missing: Vec<ScopeGroup> = required_groups(state, endpoint, query)
+        .into_iter()
+        .filter(|group| !holds(&access.scopes, group))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    // A scope the app never enabled cannot be granted by the user: the admin has to act first,
+    // so that answer wins. Tokens of unregistered apps (test helpers) skip this check.
+    if let Some(app) = state.apps.get(&access.app_id) {
+        let disabled: Vec<ScopeGroup> = missing
+            .iter()
+            .copied()
+            .filter(|group| !holds(&app.enabled_scopes, group))
+            .collect();
+        if !disabled.is_empty() {
+            let listed = listed_scopes(&disabled);
+            return Err(ApiError::new(
+                400,
+                99991672,
+                format!(
+                    "Access denied. One of the following scopes is required: [{listed}].\
+                     应用尚未开通所需的应用身份权限：[{listed}]，点击链接申请并开通任一权限即可。"
+                ),
+            )
+            .with_error(json!({
+                "permission_violations": violations(&disabled, "action_scope_required"),
+                "helps": [{
+                    "url": format!("https://open.feishu.cn/app/{}/auth?q={}", app.app_id,
+                        disabled.iter().map(|g| scopes::preferred_scope(g)).collect::<Vec<_>>().join(",")),
+                    "description": "Enable the scope in the developer console and publish a version.",
+                }],
+            })));
+        }
+    }
+    Err(ApiError::new(
+        400,
+        99991679,
+        format!(
+            "Unauthorized. You do not have permission to perform the requested operation on the \
+             resource. Please request user re-authorization and try again. required one of these \
+             privileges: [{}]",
+            listed_scopes(&missing)
+        ),
+    )
+    .with_error(json!({
+        "permission_violations": violations(&missing, "action_privilege_required"),
+    })))
+}
+
+fn listed_scopes(groups: &[ScopeGroup]) -> String {
+    groups
+        .iter()
+        .flat_map(|g| g.iter().copied())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn violations(groups: &[ScopeGroup], kind: &str) -> Value {
+    groups
+        .iter()
+        .map(|g| json!({"subject": scopes::preferred_scope(g), "type": kind}))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn page_tokens_belong_to_their_query() {
+        let items: Vec<u32> = (0..5).collect();
+        let first = Paging::parse(Some("2"), None, 20, 50, "chat-a").unwrap();
+        let (page, next) = first.page(&items);
+        assert_eq!(page, [0, 1]);
+        let next = next.unwrap();
+        let second = Paging::parse(Some("2"), Some(&next), 20, 50, "chat-a").unwrap();
+        assert_eq!(second.page(&items).0, [2, 3]);
+        assert!(Paging::parse(Some("2"), Some(&next), 20, 50, "chat-b").is_err());
+        assert!(Paging::parse(Some("51"), None, 20, 50, "chat-a").is_err());
+        assert_eq!(Paging::parse(None, None, 20, 50, "x").unwrap().size, 20);
+        let last = Paging::parse(Some("4"), None, 20, 50, "x").unwrap();
+        assert_eq!(last.page(&items).1.map(|_| ()), Some(()));
+        let all = Paging::parse(Some("5"), None, 20, 50, "x").unwrap();
+        assert_eq!(all.page(&items).1, None);
+    }
+}
