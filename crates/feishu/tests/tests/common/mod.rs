@@ -1,0 +1,93 @@
+//! Shared by the feishu crate's tests: a browser that presses the emulator's consent button.
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent::SystemClock;
+use emulator::feishu::{App, FeishuEmulator};
+use feishu::{
+    AppCredentials, CallbackOutcome, Endpoints, LoopbackListener, MemoryTokenStore, OAuthClient,
+    TokenManager,
+};
+use secrecy::SecretString;
+
+/// A browser that does not follow redirects, so each hop can be checked.
+pub fn browser() -> reqwest::Client {
+    feishu::oauth::install_crypto_provider();
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// Opens the authorize page, presses a button, and returns where Feishu redirects.
+pub async fn consent(url: &url::Url, decision: &str) -> String {
+    let browser = browser();
+    let page = browser.get(url.clone()).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    let marker = "name=\"request_id\" value=\"";
+    let start = html.find(marker).expect("a consent form") + marker.len();
+    let request_id = &html[start..start + html[start..].find('"').unwrap()];
+    let base = format!(
+        "{}://{}:{}",
+        url.scheme(),
+        url.host_str().unwrap(),
+        url.port().unwrap()
+    );
+    let answer = browser
+        .post(format!("{base}/open-apis/authen/v1/authorize/decision"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("request_id={request_id}&decision={decision}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 303, "a redirect back to the app");
+    answer.headers()["location"].to_str().unwrap().to_owned()
+}
+
+pub fn oauth(emulator: &FeishuEmulator, app_id: &str, secret: &str) -> OAuthClient {
+    OAuthClient::new(
+        Endpoints::single(url::Url::parse(&emulator.base_url()).unwrap()),
+        AppCredentials {
+            app_id: app_id.into(),
+            app_secret: SecretString::from(secret.to_owned()),
+        },
+    )
+    .unwrap()
+}
+
+/// Registers `app` (with a fresh loopback redirect), signs in through the real flow (authorize
+/// page, consent, redirect, exchange) granting `scopes`, and returns the token manager.
+pub async fn sign_in(
+    emulator: &FeishuEmulator,
+    mut app: App,
+    scopes: &[&str],
+) -> Arc<TokenManager> {
+    let listener = LoopbackListener::bind(0).await.unwrap();
+    app.redirect_uris.push(listener.redirect_uri());
+    emulator.register_app(app.clone());
+    let manager = Arc::new(
+        TokenManager::new(
+            oauth(emulator, &app.app_id, &app.app_secret),
+            Arc::new(MemoryTokenStore::default()),
+            Arc::new(SystemClock),
+        )
+        .with_retry_delay(Duration::from_millis(20)),
+    );
+    let scopes: Vec<String> = scopes.iter().map(|s| (*s).to_owned()).collect();
+    let request = manager
+        .oauth()
+        .begin_sign_in(&scopes, &listener.redirect_uri())
+        .unwrap();
+    let state = request.state.secret().clone();
+    let waiting = tokio::spawn(async move { listener.wait(&state, Duration::from_secs(10)).await });
+    let location = consent(&request.url, "allow").await;
+    browser().get(&location).send().await.unwrap();
+    let CallbackOutcome::Code(code) = waiting.await.unwrap().unwrap() else {
+        panic!("expected a code")
+    };
+    manager.complete_sign_in(&request, &code).await.unwrap();
+    manager
+}
