@@ -12,10 +12,14 @@ use serde_json::{Value, json};
 
 const APP: &str = "cli_api_test_app";
 
-/// Every scope the tools ask for, plus the two the emulator also checks.
+/// Every scope the tools ask for, plus those of the reads outside that list.
 fn all_scopes() -> Vec<&'static str> {
     let mut scopes = PREFERRED_SCOPES.to_vec();
-    scopes.extend(["im:message.p2p_msg:get_as_user", "wiki:node:read"]);
+    scopes.extend([
+        "im:message.p2p_msg:get_as_user",
+        "wiki:node:read",
+        "docx:document:readonly",
+    ]);
     scopes
 }
 
@@ -1445,6 +1449,49 @@ async fn a_drive_folder_pages_with_next_page_token() {
     assert_eq!(missing.status, 404);
 }
 
+#[tokio::test]
+async fn one_message_one_task_and_a_documents_metadata() {
+    let api = Api::new().await;
+    let seed = api.emulator.seed();
+    let history = api
+        .get(
+            scopes::MESSAGES,
+            &[
+                ("container_id_type", "chat"),
+                ("container_id", &seed.p2p_chat_id),
+            ],
+        )
+        .await;
+    let first = history.data()["items"][0].clone();
+    let one = api
+        .get(
+            &path(scopes::MESSAGE, &[first["message_id"].as_str().unwrap()]),
+            &[],
+        )
+        .await;
+    assert_eq!(one.data()["items"], json!([first]));
+    let none = api.get(&path(scopes::MESSAGE, &["om_nope"]), &[]).await;
+    assert_eq!(none.code(), 230001);
+
+    let task = api
+        .get(&path(scopes::TASK, &[&seed.open_task_guid]), &[])
+        .await;
+    assert_eq!(task.data()["task"]["summary"], "整理 v2.3 需求评审意见");
+    let none = api.get(&path(scopes::TASK, &["nope"]), &[]).await;
+    assert_eq!((none.status, none.code()), (404, 1470404));
+
+    let document = api
+        .get(&path(scopes::DOCUMENT, &[&seed.prd_document_id]), &[])
+        .await;
+    assert_eq!(
+        document.data()["document"]["title"],
+        "v2.3 产品需求文档（PRD）"
+    );
+    assert!(document.data()["document"]["revision_id"].is_i64());
+    let none = api.get(&path(scopes::DOCUMENT, &["nope"]), &[]).await;
+    assert_eq!((none.status, none.code()), (404, 1770002));
+}
+
 // --- scopes and tokens --------------------------------------------------------------------
 
 #[tokio::test]
@@ -1486,7 +1533,7 @@ async fn every_endpoint_names_its_preferred_scopes_when_they_are_missing() {
             endpoint.route
         );
     }
-    assert_eq!(ENDPOINTS.len(), 26);
+    assert_eq!(ENDPOINTS.len(), 29);
 }
 
 #[tokio::test]

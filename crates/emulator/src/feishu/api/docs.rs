@@ -1,5 +1,5 @@
 //! Docs, docx and wiki: search (`search/v2/doc_wiki/search`), a document as Markdown
-//! (`docs/v1/content`), creating a document, Markdown → blocks (`blocks/convert`), appending
+//! (`docs/v1/content`), a document's metadata, creating a document, Markdown → blocks (`blocks/convert`), appending
 //! blocks (idempotent per `client_token`) and resolving a wiki node to its document.
 //!
 //! The Markdown converter handles a faithful subset: headings 1–9, paragraphs, bullets, ordered
@@ -658,6 +658,36 @@ pub(crate) async fn create(
         owner,
     });
     ok(json!({"document": {"document_id": document_id, "revision_id": 1, "title": title}}))
+}
+
+/// `GET /docx/v1/documents/:document_id`: the title and revision.
+pub(crate) async fn get_document(
+    State(shared): State<Shared>,
+    Extension(_caller): Extension<Caller>,
+    Path(document_id): Path<String>,
+) -> ApiResult {
+    let state = shared.lock();
+    let document = state
+        .api
+        .tenant
+        .documents
+        .iter()
+        .find(|d| d.document_id == document_id)
+        .ok_or_else(|| ApiError::new(404, 1770002, "not found"))?;
+    ok(json!({"document": {
+        "document_id": document.document_id,
+        "revision_id": document.revision_id,
+        "title": document.title,
+        "display_setting": {
+            "show_authors": true,
+            "show_create_time": false,
+            "show_pv": false,
+            "show_uv": false,
+            "show_like_count": false,
+            "show_comment_count": false,
+            "show_related_matters": false,
+        },
+    }}))
 }
 
 /// `POST /docx/v1/documents/blocks/convert`: Markdown → blocks with temporary ids, not yet in

@@ -297,6 +297,28 @@ pub(crate) async fn list_messages(
     ok(paged(json!({ "items": page }), next, "page_token"))
 }
 
+/// `GET /im/v1/messages/:message_id`: answers `items` with the one message.
+pub(crate) async fn get_message(
+    State(shared): State<Shared>,
+    Extension(_caller): Extension<Caller>,
+    Path(message_id): Path<String>,
+) -> ApiResult {
+    let state = shared.lock();
+    let tenant = &state.api.tenant;
+    let message = tenant
+        .messages
+        .iter()
+        .find(|m| m.message_id == message_id)
+        .ok_or_else(|| message_error("message_id does not name a message"))?;
+    if !tenant
+        .chat(&message.chat_id)
+        .is_some_and(|c| c.members.contains(&state.user.open_id))
+    {
+        return Err(ApiError::new(400, 230027, "Lack of necessary permissions."));
+    }
+    ok(json!({ "items": [message_json(tenant, message)] }))
+}
+
 /// The message a body describes, checked as Feishu checks it.
 struct Draft {
     msg_type: String,

@@ -21,7 +21,7 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, patch, post};
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -249,15 +249,17 @@ pub(crate) fn routes(shared: Shared) -> Router<Shared> {
         .route(scopes::CHAT_SEARCH, get(im::search_chats))
         .route(scopes::CHAT, get(im::get_chat))
         .route(scopes::MESSAGES, get(im::list_messages).post(im::send))
+        .route(scopes::MESSAGE, get(im::get_message))
         .route(scopes::MESSAGE_REPLY, post(im::reply))
         .route(scopes::DOC_SEARCH, post(docs::search))
         .route(scopes::DOC_CONTENT, get(docs::content))
         .route(scopes::DOCUMENTS, post(docs::create))
+        .route(scopes::DOCUMENT, get(docs::get_document))
         .route(scopes::BLOCK_CONVERT, post(docs::convert))
         .route(scopes::BLOCK_CHILDREN, post(docs::append_children))
         .route(scopes::WIKI_NODE, get(docs::get_node))
         .route(scopes::TASKS, get(tasks::list).post(tasks::create))
-        .route(scopes::TASK, patch(tasks::patch))
+        .route(scopes::TASK, get(tasks::get).patch(tasks::patch))
         .route(scopes::USER_SEARCH, get(contact::search))
         .route(scopes::USER, get(contact::get_user))
         .route(scopes::DRIVE_FILES, get(drive::list))

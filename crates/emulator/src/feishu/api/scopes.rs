@@ -10,9 +10,12 @@ pub type ScopeGroup = &'static [&'static str];
 
 /// The scopes the client and the tools request, in order of preference: a missing group is
 /// reported as the first scope of this list that belongs to it.
+///
+/// `free_busy:read` comes before `calendar:readonly` because the free/busy group contains both
+/// and the free/busy tool asks for the narrower one; no other group contains `free_busy:read`.
 pub const PREFERRED_SCOPES: &[&str] = &[
-    "calendar:calendar:readonly",
     "calendar:calendar.free_busy:read",
+    "calendar:calendar:readonly",
     "calendar:calendar.event:create",
     "calendar:calendar.event:update",
     "calendar:calendar.event:delete",
@@ -66,6 +69,8 @@ pub const CHAT_SEARCH: &str = "/open-apis/im/v1/chats/search";
 pub const CHAT: &str = "/open-apis/im/v1/chats/{chat_id}";
 /// List (GET) or send (POST) messages.
 pub const MESSAGES: &str = "/open-apis/im/v1/messages";
+/// One message (GET).
+pub const MESSAGE: &str = "/open-apis/im/v1/messages/{message_id}";
 /// Reply to a message.
 pub const MESSAGE_REPLY: &str = "/open-apis/im/v1/messages/{message_id}/reply";
 /// Search docs and wiki.
@@ -74,6 +79,8 @@ pub const DOC_SEARCH: &str = "/open-apis/search/v2/doc_wiki/search";
 pub const DOC_CONTENT: &str = "/open-apis/docs/v1/content";
 /// Create a docx document.
 pub const DOCUMENTS: &str = "/open-apis/docx/v1/documents";
+/// A docx document's metadata (GET).
+pub const DOCUMENT: &str = "/open-apis/docx/v1/documents/{document_id}";
 /// Markdown/HTML to blocks.
 pub const BLOCK_CONVERT: &str = "/open-apis/docx/v1/documents/blocks/convert";
 /// Append children to a block.
@@ -83,7 +90,7 @@ pub const BLOCK_CHILDREN: &str =
 pub const WIKI_NODE: &str = "/open-apis/wiki/v2/spaces/get_node";
 /// List (GET) or create (POST) tasks.
 pub const TASKS: &str = "/open-apis/task/v2/tasks";
-/// Patch a task.
+/// Get (GET) or patch (PATCH) a task.
 pub const TASK: &str = "/open-apis/task/v2/tasks/{task_guid}";
 /// Search users.
 pub const USER_SEARCH: &str = "/open-apis/search/v1/user";
@@ -122,6 +129,7 @@ pub const GROUP_MSG_AS_USER: ScopeGroup = &["im:message.group_msg:get_as_user"];
 pub const P2P_MSG_AS_USER: ScopeGroup = &["im:message.p2p_msg:get_as_user"];
 const DOC_SEARCH_READ: ScopeGroup = &["search:docs:read"];
 const DOC_CONTENT_READ: ScopeGroup = &["docs:document.content:read"];
+const DOCX_READ: ScopeGroup = &["docx:document:readonly", "docx:document"];
 const DOCX_CREATE: ScopeGroup = &["docx:document", "docx:document:create"];
 const DOCX_WRITE: ScopeGroup = &["docx:document", "docx:document:write_only"];
 const DOCX_CONVERT: ScopeGroup = &["docx:document.block:convert"];
@@ -195,10 +203,12 @@ pub const ENDPOINTS: &[Endpoint] = &[
     read("GET", CHAT_SEARCH, &[CHAT_LIST]),
     read("GET", CHAT, &[CHAT_GET]),
     read("GET", MESSAGES, &[MESSAGE_READ]),
+    read("GET", MESSAGE, &[MESSAGE_READ]),
     write("POST", MESSAGES, &[MESSAGE_WRITE, SEND_AS_USER]),
     write("POST", MESSAGE_REPLY, &[MESSAGE_WRITE, SEND_AS_USER]),
     read("POST", DOC_SEARCH, &[DOC_SEARCH_READ]),
     read("GET", DOC_CONTENT, &[DOC_CONTENT_READ]),
+    read("GET", DOCUMENT, &[DOCX_READ]),
     write("POST", DOCUMENTS, &[DOCX_CREATE]),
     // A pure transform: nothing in the tenant changes.
     read("POST", BLOCK_CONVERT, &[DOCX_CONVERT]),
@@ -206,6 +216,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
     read("GET", WIKI_NODE, &[WIKI_READ]),
     read("GET", TASKS, &[TASK_READ]),
     write("POST", TASKS, &[TASK_WRITE]),
+    read("GET", TASK, &[TASK_READ]),
     write("PATCH", TASK, &[TASK_WRITE]),
     read("GET", USER_SEARCH, &[USER_SEARCH_READ]),
     read("GET", USER, &[USER_READ]),
@@ -229,7 +240,8 @@ mod tests {
             for group in endpoint.scopes {
                 let preferred = preferred_scope(group);
                 assert!(group.contains(&preferred), "{preferred} is in its group");
-                if endpoint.route != WIKI_NODE {
+                // Reads the tools only do for previews, with scopes outside the list.
+                if endpoint.route != WIKI_NODE && endpoint.route != DOCUMENT {
                     assert!(
                         PREFERRED_SCOPES.contains(&preferred),
                         "{} {}: {preferred}",
@@ -239,7 +251,12 @@ mod tests {
                 }
             }
         }
-        assert_eq!(preferred_scope(FREE_BUSY), "calendar:calendar:readonly");
+        assert_eq!(
+            preferred_scope(FREE_BUSY),
+            "calendar:calendar.free_busy:read"
+        );
+        assert_eq!(preferred_scope(EVENT_READ), "calendar:calendar:readonly");
+        assert_eq!(preferred_scope(MESSAGE_READ), "im:message:readonly");
         assert_eq!(preferred_scope(TASK_WRITE), "task:task:write");
     }
 }

@@ -190,6 +190,23 @@ pub(crate) async fn create(
     ok(answer)
 }
 
+/// `GET /task/v2/tasks/:task_guid`.
+pub(crate) async fn get(
+    State(shared): State<Shared>,
+    Extension(_caller): Extension<Caller>,
+    Path(guid): Path<String>,
+) -> ApiResult {
+    let state = shared.lock();
+    let task = state
+        .api
+        .tenant
+        .tasks
+        .iter()
+        .find(|t| t.guid == guid)
+        .ok_or_else(|| ApiError::new(404, 1470404, "task not found or deleted"))?;
+    ok(json!({ "task": task_json(task) }))
+}
+
 /// `PATCH /task/v2/tasks/:task_guid` with `{"task":{…},"update_fields":[…]}`. A field listed but
 /// absent from `task` is cleared.
 pub(crate) async fn patch(
