@@ -391,7 +391,19 @@ async fn the_demo_script_answers_a_whole_session() {
             .unwrap(),
     )
     .unwrap();
-    assert_eq!(args["attendees"], json!(["张伟", "李娜"]));
+    // The demo invites people of the emulated tenant, by the open_ids the real tool takes.
+    let seed = emulator::feishu::FeishuEmulator::start()
+        .await
+        .unwrap()
+        .seed();
+    assert_eq!(
+        args["attendees"],
+        json!([
+            seed.open_id_of("张伟").unwrap(),
+            seed.open_id_of("李娜").unwrap()
+        ])
+    );
+    assert!(args["start"].as_str().unwrap().ends_with("T15:00:00+08:00"));
     body["messages"] = json!([{"role": "user", "content": "看看我的待办"}]);
     let third = ask(&body).await;
     assert_eq!(third["tool_calls"][0]["function"]["name"], "list_tasks");

@@ -316,7 +316,7 @@ async fn the_demo_script_drives_a_whole_session_with_approval_and_sign_in() {
         .unwrap();
     assert_eq!(outcome.status, InvocationStatus::Completed);
     assert_eq!(reads.lock().unwrap().len(), 1);
-    let start = reads.lock().unwrap()[0]["start_time"]
+    let start = reads.lock().unwrap()[0]["start"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -334,7 +334,14 @@ async fn the_demo_script_drives_a_whole_session_with_approval_and_sign_in() {
     assert_eq!(outcome.status, InvocationStatus::Suspended);
     let held = engine.pending_calls().unwrap();
     assert_eq!(held[0].tool, "create_calendar_event");
-    assert_eq!(held[0].args["attendees"], json!(["张伟", "李娜"]));
+    // 张伟 and 李娜 of the emulator's seeded tenant, by open_id as the real tool takes them.
+    assert_eq!(
+        held[0].args["attendees"],
+        json!([
+            "ou_fa77b4f09ce1149cb948721a5ca4b5f8",
+            "ou_117e6a309c210a36ca5d1dc734cd0b90"
+        ])
+    );
     let outcome = engine
         .decide(&held[0].call_id, Decision::Approve)
         .await
