@@ -1,6 +1,8 @@
 //! Sign-in end to end against the Feishu emulator: a plain HTTP client plays the browser.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -53,38 +55,7 @@ fn oauth(emulator: &FeishuEmulator) -> OAuthClient {
     .unwrap()
 }
 
-/// A browser that does not follow redirects, so each hop can be checked.
-fn browser() -> reqwest::Client {
-    feishu::oauth::install_crypto_provider();
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-}
-
-/// Opens the authorize page, presses a button, and returns where Feishu redirects.
-async fn consent(url: &url::Url, decision: &str) -> String {
-    let browser = browser();
-    let page = browser.get(url.clone()).send().await.unwrap();
-    assert_eq!(page.status(), 200);
-    let html = page.text().await.unwrap();
-    let marker = "name=\"request_id\" value=\"";
-    let start = html.find(marker).expect("a consent form") + marker.len();
-    let request_id = &html[start..start + html[start..].find('"').unwrap()];
-    let base = format!("{}://{}", url.scheme(), url.host_str().unwrap());
-    let port = url.port().unwrap();
-    let answer = browser
-        .post(format!(
-            "{base}:{port}/open-apis/authen/v1/authorize/decision"
-        ))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(format!("request_id={request_id}&decision={decision}"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 303, "a redirect back to the app");
-    answer.headers()["location"].to_str().unwrap().to_owned()
-}
+use common::{browser, consent};
 
 #[tokio::test]
 async fn the_whole_sign_in_lands_a_token_and_user_info_answers() {
