@@ -359,6 +359,19 @@ async fn a_missing_user_scope_asks_to_sign_in_for_exactly_that_scope() {
     );
     assert!(s.emulator.messages_created_in(&chat).is_empty());
 
+    // Creating an event then inviting people takes two scopes: one sign-in asks for both.
+    let event = json!({"summary": "x", "start": "2030-01-01 10:00", "end": "2030-01-01 11:00", "attendees": [s.emulator.seed().p2p_peer]});
+    let (_, _, created) = s
+        .run_with_key("create_calendar_event", event, &uuid_key())
+        .await;
+    assert_eq!(
+        created.unwrap().auth_scopes,
+        [
+            "calendar:calendar.event:create",
+            "calendar:calendar.event:update"
+        ]
+    );
+
     let (_, _, tasks) = s.run_with_key("list_tasks", json!({}), &uuid_key()).await;
     assert_eq!(tasks.unwrap().auth_scopes, ["task:task:read"]);
 }

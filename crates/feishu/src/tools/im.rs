@@ -64,7 +64,8 @@ pub(crate) fn tools(env: &Arc<ToolEnv>) -> Vec<FeishuTool> {
                     }),
                     &["text"],
                 ),
-                scopes: &[SEND, SEND_AS_USER, CHATS],
+                // What sending needs; the card's chat name uses im:chat:readonly when granted.
+                scopes: &[SEND, SEND_AS_USER],
                 dedup: true,
             },
             env,

@@ -123,37 +123,49 @@ impl AgentTool for FeishuTool {
     async fn run(&self, args: Map<String, Value>, ctx: &mut ToolContext) -> ToolReturn {
         match (self.run)(self.env.clone(), args, ctx.idempotency_key.clone()).await {
             Ok(value) => ToolReturn::from(value),
+            Err(ApiError::NeedsAuth { scopes }) => self.needs_auth(scopes).await,
             Err(error) => self.failure(error),
         }
     }
 }
 
 impl FeishuTool {
-    fn failure(&self, error: ApiError) -> ToolReturn {
-        match error {
-            ApiError::NeedsAuth { scopes } => {
-                let scopes = if scopes.is_empty() {
-                    self.scopes()
-                } else {
-                    scopes
-                };
-                ToolResult::new(ToolOutcome::NeedsUserAuth)
-                    .with_content(format!(
-                        "The user must sign in to Feishu and grant: {}. The app is showing them a sign-in card; the call runs again by itself afterwards.",
-                        scopes.join(", ")
-                    ))
-                    .with_auth_scopes(scopes)
-                    .into()
+    /// The scopes to sign in for: those Feishu named, then any other the tool needs to run and
+    /// the user has not granted, so one sign-in is enough instead of one card per request the
+    /// call makes (creating an event, then inviting its attendees).
+    async fn needs_auth(&self, named: Vec<String>) -> ToolReturn {
+        let mut scopes = named;
+        let missing = self
+            .env
+            .api
+            .tokens()
+            .missing_scopes(&self.scopes())
+            .await
+            .unwrap_or_else(|_| self.scopes());
+        for scope in missing {
+            if !scopes.contains(&scope) {
+                scopes.push(scope);
             }
-            ApiError::ScopeNotEnabled { .. } => ToolResult::new(ToolOutcome::Failed)
-                .with_content(format!(
-                    "{error} Tell the user this; retrying will not help."
-                ))
-                .into(),
-            other => ToolResult::new(ToolOutcome::Failed)
-                .with_content(other.to_string())
-                .into(),
         }
+        ToolResult::new(ToolOutcome::NeedsUserAuth)
+            .with_content(format!(
+                "The user must sign in to Feishu and grant: {}. The app is showing them a sign-in card; the call runs again by itself afterwards.",
+                scopes.join(", ")
+            ))
+            .with_auth_scopes(scopes)
+            .into()
+    }
+
+    fn failure(&self, error: ApiError) -> ToolReturn {
+        let text = match &error {
+            ApiError::ScopeNotEnabled { .. } => {
+                format!("{error} Tell the user this; retrying will not help.")
+            }
+            other => other.to_string(),
+        };
+        ToolResult::new(ToolOutcome::Failed)
+            .with_content(text)
+            .into()
     }
 }
 

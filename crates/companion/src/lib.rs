@@ -1,0 +1,18 @@
+//! The application core of Feishu Companion: one async function per user action (send a
+//! message, decide an approval, sign in, change a setting…) and one event stream the UI
+//! subscribes to. It has no Tauri dependency, so the desktop shell, the tests and any CLI drive
+//! exactly the same code.
+//!
+//! Terms: *demo mode* runs the built-in Feishu emulator and the scripted model in-process, for
+//! a user who has not configured a Feishu app or a model yet. *Pending* items are the calls
+//! waiting for the user: approvals, sign-ins, and writes whose outcome a crash made unknown.
+
+mod core;
+pub mod paths;
+pub mod settings;
+
+pub use core::{
+    Companion, CompanionError, DEMO_APP_ID, Demo, OpenOptions, SignInStatus, SignInTicket, UiEvent,
+};
+pub use paths::AppPaths;
+pub use settings::{FeishuSettings, Language, ModelSettings, Settings, SettingsError, Theme};

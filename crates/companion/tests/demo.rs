@@ -1,0 +1,269 @@
+//! A new user tries the whole flow in demo mode, through the same functions the UI calls: read
+//! the agenda (which first needs a sign-in), propose a meeting (which needs approval, then one
+//! more permission), and see it created — on the built-in emulator and scripted model.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use agent::{CallStatus, Decision, InvocationStatus};
+use companion::{AppPaths, Companion, OpenOptions, Settings, SignInStatus, UiEvent};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Plays the browser on the emulator's consent page and follows the redirect to the listener.
+async fn consent(url: &str) {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let url = url::Url::parse(url).unwrap();
+    let html = browser
+        .get(url.clone())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let marker = "name=\"request_id\" value=\"";
+    let start = html.find(marker).expect("a consent form") + marker.len();
+    let request_id = &html[start..start + html[start..].find('"').unwrap()];
+    let base = format!(
+        "{}://{}:{}",
+        url.scheme(),
+        url.host_str().unwrap(),
+        url.port().unwrap()
+    );
+    let answer = browser
+        .post(format!("{base}/open-apis/authen/v1/authorize/decision"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("request_id={request_id}&decision=allow"))
+        .send()
+        .await
+        .unwrap();
+    let location = answer.headers()["location"].to_str().unwrap().to_owned();
+    assert!(
+        browser
+            .get(location)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .is_success()
+    );
+}
+
+/// Signs in the way the auth card does, and waits until the held calls have run again.
+async fn sign_in(app: &Companion) -> Vec<String> {
+    let mut events = app.subscribe();
+    let ticket = app.begin_sign_in(Vec::new()).await.unwrap();
+    consent(&ticket.url).await;
+    tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            match events.recv().await.unwrap() {
+                UiEvent::SignIn(SignInStatus::SignedIn { scopes, .. }) => return scopes,
+                UiEvent::SignIn(SignInStatus::Failed { message }) => {
+                    panic!("sign-in failed: {message}")
+                }
+                _ => {}
+            }
+        }
+    })
+    .await
+    .expect("the sign-in finished")
+}
+
+fn last_text(app: &Companion, session: &str) -> String {
+    app.session_events(session)
+        .unwrap()
+        .iter()
+        .rev()
+        .find_map(|e| {
+            e.content
+                .as_ref()
+                .filter(|c| c.is_model())
+                .map(|c| c.text())
+                .filter(|t| !t.is_empty())
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_user_tries_agenda_approval_and_sign_in_in_demo_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = AppPaths::under(dir.path());
+    paths.create().unwrap();
+    let mut settings = Settings::default();
+    settings.feishu.redirect_port = free_port();
+    settings.time_zone = "Asia/Shanghai".into();
+    settings.save(&paths.settings_file()).unwrap();
+    let app = Companion::open(
+        paths,
+        OpenOptions {
+            memory_keys: true,
+            ..OpenOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert!(app.is_demo(), "nothing configured: demo mode");
+    let session = app.create_session().await.unwrap();
+
+    // The agenda needs a permission first: the turn waits on an auth card.
+    let outcome = app
+        .send_message(&session, "明天我有什么安排？")
+        .await
+        .unwrap();
+    assert_eq!(outcome.status, InvocationStatus::Suspended);
+    let waiting = app.pending().unwrap();
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(waiting[0].status, CallStatus::AwaitingAuth);
+    assert_eq!(waiting[0].auth_scopes, ["calendar:calendar:readonly"]);
+
+    // Signing in runs the call again, and the turn completes.
+    let scopes = sign_in(&app).await;
+    assert!(scopes.contains(&"calendar:calendar:readonly".to_owned()));
+    assert!(app.pending().unwrap().is_empty());
+    assert!(
+        last_text(&app, &session).contains("明天的日程我看过了"),
+        "{}",
+        last_text(&app, &session)
+    );
+    assert_eq!(
+        app.account().await.unwrap().unwrap().user.unwrap().name,
+        "林晓"
+    );
+
+    // Proposing a meeting: held for approval, described in both languages.
+    let outcome = app
+        .send_message(&session, "好，帮我约这个评审会")
+        .await
+        .unwrap();
+    assert_eq!(outcome.status, InvocationStatus::Suspended);
+    let held = app.pending().unwrap().remove(0);
+    assert_eq!(held.status, CallStatus::AwaitingApproval);
+    let preview = held.preview.clone().unwrap();
+    assert_eq!(
+        preview.summary.zh,
+        "在你的日历中创建日程「产品评审会」并发送邀请"
+    );
+    let attendees = preview
+        .fields
+        .iter()
+        .find(|f| f.label.en == "Attendees")
+        .unwrap();
+    assert_eq!(attendees.value, "张伟、李娜");
+
+    // Approved — then creating events needs one more permission; the approval still holds.
+    let outcome = app.decide(&held.call_id, Decision::Approve).await.unwrap();
+    assert_eq!(outcome.status, InvocationStatus::Suspended);
+    let again = app.pending().unwrap().remove(0);
+    assert_eq!(
+        (again.call_id.as_str(), again.status),
+        (held.call_id.as_str(), CallStatus::AwaitingAuth)
+    );
+    sign_in(&app).await;
+    let demo = app.demo().unwrap();
+    assert_eq!(demo.feishu.events_created(), 1, "created exactly once");
+    assert!(
+        last_text(&app, &session).starts_with("已创建「产品评审会」"),
+        "{}",
+        last_text(&app, &session)
+    );
+    assert!(app.pending().unwrap().is_empty());
+
+    // The audit trail tells the story.
+    let kinds: Vec<String> = app
+        .audit(&Default::default())
+        .unwrap()
+        .into_iter()
+        .map(|a| a.kind)
+        .collect();
+    for kind in [
+        "auth.requested",
+        "auth.granted",
+        "approval.requested",
+        "approval.approved",
+        "call.completed",
+    ] {
+        assert!(
+            kinds.contains(&kind.to_owned()),
+            "{kind} missing from {kinds:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_round_trip_secrets_stay_out_and_bad_values_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = AppPaths::under(dir.path());
+    let app = Companion::open(
+        paths.clone(),
+        OpenOptions {
+            memory_keys: true,
+            ..OpenOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let mut settings = app.settings();
+    assert_eq!(
+        settings.feishu.redirect_url(),
+        "http://127.0.0.1:9768/callback"
+    );
+    settings.feishu.app_id = "cli_a1b2c3".into();
+    settings.feishu.redirect_port = 18_080;
+    assert!(
+        app.update_settings(settings.clone()).unwrap(),
+        "a Feishu change needs a restart"
+    );
+    app.set_app_secret("s3cr3t-app-secret").unwrap();
+    app.set_model_key("deepseek", "sk-live-0123456789").unwrap();
+    assert_eq!(Settings::load(&paths.settings_file()).unwrap(), settings);
+    let on_disk = std::fs::read_to_string(paths.settings_file()).unwrap();
+    assert!(
+        !on_disk.contains("s3cr3t") && !on_disk.contains("sk-live"),
+        "secrets never reach the settings file"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(paths.settings_file())
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+    let names = app.secrets_present().unwrap();
+    assert!(names.iter().any(|n| n.contains("app_secret")), "{names:?}");
+
+    let mut bad = settings.clone();
+    bad.feishu.redirect_port = 80;
+    assert!(
+        app.update_settings(bad)
+            .unwrap_err()
+            .to_string()
+            .contains("1024")
+    );
+    let mut bad = settings.clone();
+    bad.feishu.app_id = "abc".into();
+    assert!(app.update_settings(bad).is_err());
+    assert_eq!(app.settings(), settings, "a refused change changes nothing");
+
+    // A damaged settings file is reported, not silently replaced.
+    std::fs::write(
+        paths.settings_file(),
+        "{\"approval_expiry_minutes\": \"soon\"}",
+    )
+    .unwrap();
+    let err = Settings::load(&paths.settings_file()).unwrap_err();
+    assert!(err.to_string().contains("approval_expiry_minutes"), "{err}");
+}
