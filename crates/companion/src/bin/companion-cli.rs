@@ -1,0 +1,260 @@
+//! A terminal front end on the application core: the same functions the desktop window calls.
+//! Until the desktop app lands, `scripts/run` starts this, in demo mode when nothing is
+//! configured.
+#![allow(clippy::print_stdout)]
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use agent::{CallRecord, CallStatus, Decision, EngineEvent, Risk};
+use anyhow::Context as _;
+use companion::{AppPaths, Companion, OpenOptions, SignInStatus, UiEvent};
+use tokio::io::AsyncBufReadExt as _;
+
+const HELP: &str = "\
+  直接输入消息与助手对话 / type a message to talk to the assistant
+  /p                 待处理事项 / list what waits for you
+  /a [n]             批准第 n 项（默认第 1 项）/ approve item n (default 1)
+  /r [n] [理由]      拒绝并说明理由 / reject, with an optional reason
+  /e n {json}        修改参数后批准 / approve with edited arguments
+  /login             登录飞书（授权卡片）/ sign in to Feishu for what waits
+  /decline [n]       不登录，取消该调用 / decline signing in for item n
+  /cancel            停止当前回合 / stop the current turn
+  /quit              退出 / quit";
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let paths = match args.iter().position(|a| a == "--data-dir") {
+        Some(i) => AppPaths::under(&PathBuf::from(
+            args.get(i + 1).context("--data-dir needs a folder")?,
+        )),
+        None => AppPaths::system().context("this system has no standard folder for app data")?,
+    };
+    // For trials and tests: a master key that lives only as long as the process.
+    let options = OpenOptions {
+        memory_keys: args.iter().any(|a| a == "--ephemeral-keys"),
+        ..OpenOptions::default()
+    };
+    let app = Companion::open(paths.clone(), options)
+        .await
+        .with_context(|| format!("cannot open the app data in {}", paths.data_dir.display()))?;
+    println!("飞书助手 · Feishu Companion");
+    if app.is_demo() {
+        println!("【演示模式 / Demo】内置的飞书模拟器和脚本模型在本机运行，不会连接真实飞书。");
+        println!(
+            "Running on the built-in Feishu emulator and scripted model; nothing reaches real Feishu."
+        );
+        println!("试试 / try: 明天我有什么安排？  ·  帮我约个产品评审会  ·  看看我的待办");
+    }
+    let (source, notice) = app.key_source();
+    println!("密钥 / keys: {source}");
+    if let Some(notice) = notice {
+        println!("⚠ {notice}");
+    }
+    println!("{HELP}\n");
+    let session = match app.list_sessions().await?.first() {
+        Some(meta) => meta.id.clone(),
+        None => app.create_session().await?,
+    };
+    let printer = tokio::spawn(print_events(app.subscribe()));
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    prompt();
+    while let Some(line) = lines.next_line().await? {
+        let line = line.trim().to_owned();
+        if line == "/quit" {
+            break;
+        }
+        if let Err(e) = handle(&app, &session, &line).await {
+            println!("✗ {e}");
+        }
+        prompt();
+    }
+    printer.abort();
+    Ok(())
+}
+
+fn prompt() {
+    print!("> ");
+    let _ = std::io::stdout().flush();
+}
+
+fn nth(pending: &[CallRecord], arg: Option<&str>) -> anyhow::Result<CallRecord> {
+    let n: usize = arg
+        .map(str::parse)
+        .transpose()
+        .context("give the item's number from /p")?
+        .unwrap_or(1);
+    pending
+        .get(n.saturating_sub(1))
+        .cloned()
+        .context("no such item; /p lists them")
+}
+
+async fn handle(app: &Companion, session: &str, line: &str) -> anyhow::Result<()> {
+    let mut words = line.splitn(3, ' ');
+    let command = words.next().unwrap_or("");
+    let pending = app.pending()?;
+    match command {
+        "" => {}
+        "/help" => println!("{HELP}"),
+        "/p" => {
+            if pending.is_empty() {
+                println!("没有待处理事项 / nothing waits for you");
+            }
+            for (i, call) in pending.iter().enumerate() {
+                println!("{}. {}", i + 1, describe(call));
+            }
+        }
+        "/a" => {
+            let call = nth(&pending, words.next())?;
+            report(app.decide(&call.call_id, Decision::Approve).await?.status);
+        }
+        "/r" => {
+            let call = nth(&pending, words.next())?;
+            let reason = words.next().map(str::to_owned);
+            report(
+                app.decide(&call.call_id, Decision::Reject { reason })
+                    .await?
+                    .status,
+            );
+        }
+        "/e" => {
+            let call = nth(&pending, words.next())?;
+            let args: serde_json::Value = serde_json::from_str(words.next().unwrap_or(""))
+                .context("edited arguments must be a JSON object")?;
+            let args = args
+                .as_object()
+                .cloned()
+                .context("edited arguments must be a JSON object")?;
+            report(
+                app.decide(&call.call_id, Decision::ApproveEdited(args))
+                    .await?
+                    .status,
+            );
+        }
+        "/login" => {
+            let ticket = app.begin_sign_in(Vec::new()).await?;
+            println!(
+                "在浏览器中打开以登录 / open this to sign in:\n  {}",
+                ticket.url
+            );
+        }
+        "/decline" => {
+            let call = nth(&pending, words.next())?;
+            report(app.decline_sign_in(&call.call_id).await?.status);
+        }
+        "/cancel" => {
+            app.cancel_turn(session).await?;
+        }
+        _ if command.starts_with('/') => println!("未知命令 / unknown command; /help"),
+        _ => {
+            let app = app.clone();
+            let session = session.to_owned();
+            let text = line.to_owned();
+            tokio::spawn(async move {
+                match app.send_message(&session, &text).await {
+                    Ok(outcome) => report(outcome.status),
+                    Err(e) => println!("\n✗ {e}"),
+                }
+            });
+        }
+    }
+    Ok(())
+}
+
+fn report(status: agent::InvocationStatus) {
+    use agent::InvocationStatus::*;
+    let text = match status {
+        Suspended => "（等待你处理，/p 查看 / waiting for you: /p）",
+        Completed => "",
+        Cancelled => "（已停止 / stopped）",
+        Failed => "（出错了 / failed）",
+        _ => "",
+    };
+    if !text.is_empty() {
+        println!("\n{text}");
+        prompt();
+    }
+}
+
+fn describe(call: &CallRecord) -> String {
+    match call.status {
+        CallStatus::AwaitingApproval => {
+            let mut text = match &call.preview {
+                Some(preview) => {
+                    let risk = if preview.risk == Risk::High {
+                        "⚠ 高风险 / high risk · "
+                    } else {
+                        ""
+                    };
+                    let mut lines = vec![format!(
+                        "{risk}{} / {}",
+                        preview.summary.zh, preview.summary.en
+                    )];
+                    for field in &preview.fields {
+                        lines.push(format!(
+                            "     {} / {}: {}",
+                            field.label.zh, field.label.en, field.value
+                        ));
+                    }
+                    for change in &preview.changes {
+                        lines.push(format!(
+                            "     {} / {}: {} → {}",
+                            change.field.zh, change.field.en, change.from, change.to
+                        ));
+                    }
+                    lines.join("\n")
+                }
+                None => format!(
+                    "{} {}",
+                    call.tool,
+                    serde_json::Value::Object(call.args.clone())
+                ),
+            };
+            text.push_str("\n     /a 批准 approve · /r 拒绝 reject · /e 修改 edit");
+            text
+        }
+        CallStatus::AwaitingAuth => format!(
+            "需要飞书授权 / needs Feishu permission: {}\n     /login 登录 sign in · /decline 取消 decline",
+            call.auth_scopes.join(", ")
+        ),
+        CallStatus::OutcomeUnknown => {
+            format!("{}: 结果未知 / outcome unknown after a crash", call.tool)
+        }
+        _ => format!("{} ({:?})", call.tool, call.status),
+    }
+}
+
+async fn print_events(mut events: tokio::sync::broadcast::Receiver<UiEvent>) {
+    while let Ok(event) = events.recv().await {
+        match event {
+            UiEvent::Engine(event) => match *event {
+                EngineEvent::Event { event, .. } if event.partial => {
+                    if let Some(content) = &event.content {
+                        print!("{}", content.text());
+                        let _ = std::io::stdout().flush();
+                    }
+                }
+                EngineEvent::Event { event, .. } if event.turn_complete && !event.is_user() => {
+                    println!()
+                }
+                EngineEvent::Call(call)
+                    if call.status == CallStatus::AwaitingApproval
+                        || call.status == CallStatus::AwaitingAuth =>
+                {
+                    println!("\n◆ {}", describe(&call));
+                }
+                _ => {}
+            },
+            UiEvent::SignIn(SignInStatus::SignedIn { name, .. }) => {
+                println!("\n✓ 已登录 / signed in: {name}")
+            }
+            UiEvent::SignIn(SignInStatus::Failed { message }) => println!("\n✗ {message}"),
+            UiEvent::SignIn(SignInStatus::Declined) => {
+                println!("\n✗ 已取消授权 / sign-in declined")
+            }
+            UiEvent::SignIn(SignInStatus::Waiting { .. }) => {}
+        }
+    }
+}
