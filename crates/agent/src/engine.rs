@@ -953,33 +953,13 @@ impl Engine {
                 continue;
             }
             if !self.open_calls(&turn.inv.id)?.is_empty() {
-                if turn.inv.status != InvocationStatus::Suspended {
-                    turn.inv.status = InvocationStatus::Suspended;
-                    turn.inv.updated_at = self.now();
-                    self.commit(
-                        s,
-                        Commit {
-                            invocations: vec![turn.inv.clone()],
-                            ..Commit::default()
-                        },
-                    )?;
-                }
+                self.set_status(s, turn, InvocationStatus::Suspended)?;
                 return Ok(TurnOutcome {
                     invocation_id: turn.inv.id.clone(),
                     status: InvocationStatus::Suspended,
                 });
             }
-            if turn.inv.status != InvocationStatus::Running {
-                turn.inv.status = InvocationStatus::Running;
-                turn.inv.updated_at = self.now();
-                self.commit(
-                    s,
-                    Commit {
-                        invocations: vec![turn.inv.clone()],
-                        ..Commit::default()
-                    },
-                )?;
-            }
+            self.set_status(s, turn, InvocationStatus::Running)?;
             // What the last step asked for: end, hand over, or go back to the parent.
             match self.step_control(s, &turn.inv.id) {
                 StepControl::End => {
@@ -1023,6 +1003,27 @@ impl Engine {
                 return self.finish(s, turn, InvocationStatus::Completed, events);
             }
         }
+    }
+
+    /// Records a turn's new status, when it changed.
+    fn set_status(
+        &self,
+        s: &mut SessionCache,
+        turn: &mut Turn,
+        status: InvocationStatus,
+    ) -> Result<(), EngineError> {
+        if turn.inv.status == status {
+            return Ok(());
+        }
+        turn.inv.status = status;
+        turn.inv.updated_at = self.now();
+        self.commit(
+            s,
+            Commit {
+                invocations: vec![turn.inv.clone()],
+                ..Commit::default()
+            },
+        )
     }
 
     fn switch_agent(
@@ -2226,17 +2227,7 @@ impl Engine {
                 report
                     .pending
                     .extend(open.iter().map(|c| c.call_id.clone()));
-                if turn.inv.status != InvocationStatus::Suspended {
-                    turn.inv.status = InvocationStatus::Suspended;
-                    turn.inv.updated_at = self.now();
-                    self.commit(
-                        s,
-                        Commit {
-                            invocations: vec![turn.inv.clone()],
-                            ..Commit::default()
-                        },
-                    )?;
-                }
+                self.set_status(s, &mut turn, InvocationStatus::Suspended)?;
             } else if inv.status == InvocationStatus::Suspended {
                 report.resumed.push(inv.id.clone());
                 drop(turn);
