@@ -16,48 +16,11 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// Plays the browser on the emulator's consent page and follows the redirect to the listener.
+/// Plays the browser: presses Allow on the emulator's page and follows the redirect home.
 async fn consent(url: &str) {
+    let location = emulator::feishu::press_consent(url, true).await.unwrap();
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let browser = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let url = url::Url::parse(url).unwrap();
-    let html = browser
-        .get(url.clone())
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let marker = "name=\"request_id\" value=\"";
-    let start = html.find(marker).expect("a consent form") + marker.len();
-    let request_id = &html[start..start + html[start..].find('"').unwrap()];
-    let base = format!(
-        "{}://{}:{}",
-        url.scheme(),
-        url.host_str().unwrap(),
-        url.port().unwrap()
-    );
-    let answer = browser
-        .post(format!("{base}/open-apis/authen/v1/authorize/decision"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(format!("request_id={request_id}&decision=allow"))
-        .send()
-        .await
-        .unwrap();
-    let location = answer.headers()["location"].to_str().unwrap().to_owned();
-    assert!(
-        browser
-            .get(location)
-            .send()
-            .await
-            .unwrap()
-            .status()
-            .is_success()
-    );
+    assert!(reqwest::get(location).await.unwrap().status().is_success());
 }
 
 /// Signs in the way the auth card does, and waits until the held calls have run again.

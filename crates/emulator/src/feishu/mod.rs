@@ -142,6 +142,55 @@ impl std::fmt::Debug for Shared {
     }
 }
 
+/// Plays the user's browser on the emulator's authorize page: loads it, presses Allow (or
+/// Deny), and returns where the page redirects — the app's loopback callback, with the code (or
+/// the error) and the state. Tests use it for the part a person does in the sign-in window.
+pub async fn press_consent(authorize_url: &str, allow: bool) -> Result<String, String> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| e.to_string())?;
+    let page = browser
+        .get(authorize_url)
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    if !page.status().is_success() {
+        return Err(format!(
+            "the authorize page answered HTTP {}",
+            page.status()
+        ));
+    }
+    let html = page.text().await.map_err(|e| e.to_string())?;
+    let marker = "name=\"request_id\" value=\"";
+    let start = html.find(marker).ok_or("the page has no consent form")? + marker.len();
+    let end = html[start..]
+        .find('"')
+        .ok_or("the consent form is cut off")?;
+    let request_id = &html[start..start + end];
+    let url = url::Url::parse(authorize_url).map_err(|e| e.to_string())?;
+    let decision = url
+        .join("/open-apis/authen/v1/authorize/decision")
+        .map_err(|e| e.to_string())?;
+    let answer = browser
+        .post(decision)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!(
+            "request_id={request_id}&decision={}",
+            if allow { "allow" } else { "deny" }
+        ))
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    answer
+        .headers()
+        .get("location")
+        .and_then(|l| l.to_str().ok())
+        .map(str::to_owned)
+        .ok_or_else(|| format!("no redirect after consent (HTTP {})", answer.status()))
+}
+
 /// The demo user every sign-in signs in as.
 pub fn demo_user() -> User {
     User {

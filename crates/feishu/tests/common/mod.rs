@@ -23,28 +23,9 @@ pub fn browser() -> reqwest::Client {
 
 /// Opens the authorize page, presses a button, and returns where Feishu redirects.
 pub async fn consent(url: &url::Url, decision: &str) -> String {
-    let browser = browser();
-    let page = browser.get(url.clone()).send().await.unwrap();
-    assert_eq!(page.status(), 200);
-    let html = page.text().await.unwrap();
-    let marker = "name=\"request_id\" value=\"";
-    let start = html.find(marker).expect("a consent form") + marker.len();
-    let request_id = &html[start..start + html[start..].find('"').unwrap()];
-    let base = format!(
-        "{}://{}:{}",
-        url.scheme(),
-        url.host_str().unwrap(),
-        url.port().unwrap()
-    );
-    let answer = browser
-        .post(format!("{base}/open-apis/authen/v1/authorize/decision"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(format!("request_id={request_id}&decision={decision}"))
-        .send()
+    emulator::feishu::press_consent(url.as_str(), decision == "allow")
         .await
-        .unwrap();
-    assert_eq!(answer.status(), 303, "a redirect back to the app");
-    answer.headers()["location"].to_str().unwrap().to_owned()
+        .unwrap()
 }
 
 pub fn oauth(emulator: &FeishuEmulator, app_id: &str, secret: &str) -> OAuthClient {
