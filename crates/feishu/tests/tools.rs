@@ -687,3 +687,27 @@ async fn every_tool_declares_scopes_and_writes_need_approval() {
         );
     }
 }
+
+#[test]
+fn the_readme_tells_users_to_enable_every_scope_the_tools_ask_for() {
+    let readme = include_str!("../../../README.md");
+    let section = &readme[readme
+        .find("## Connecting your own Feishu app")
+        .expect("the registration section")..];
+    let mut wanted: Vec<&str> = vec![
+        "offline_access",
+        "contact:contact.base:readonly",
+        "docx:document:readonly",
+    ];
+    wanted.extend(PREFERRED_SCOPES.iter().copied());
+    for scope in wanted {
+        assert!(
+            section.contains(&format!("`{scope}`")),
+            "README does not list {scope}"
+        );
+    }
+    assert!(section.contains(&format!(
+        "`{}`",
+        feishu::listener::redirect_uri(feishu::listener::DEFAULT_PORT)
+    )));
+}
