@@ -1,0 +1,119 @@
+//! The user's extensions folder: every `.py` file in it, loaded as tools and callbacks.
+//!
+//! Files load in name order, which is the order their callbacks run in. A file that does not
+//! load (a syntax error, an exception at the top level, a tool name already taken) is left out
+//! with a [`LoadError`] carrying the traceback and line; the others load regardless, so one bad
+//! file never stops the agent.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use agent::{AgentTool, LlmAgentBuilder};
+
+use crate::callbacks::PythonCallback;
+use crate::error::LoadError;
+use crate::host::Host;
+use crate::module::PythonModule;
+use crate::report::Reporter;
+use crate::runtime::Sandbox;
+use crate::tool::PythonTool;
+
+/// The tools and callbacks of a set of Python files, and the files that failed to load.
+#[derive(Debug, Default)]
+pub struct PythonExtensions {
+    /// The tools, in file order.
+    pub tools: Vec<Arc<PythonTool>>,
+    /// The callbacks, in file order (and within a file in the order of a turn).
+    pub callbacks: Vec<PythonCallback>,
+    /// The files that did not load, and why.
+    pub errors: Vec<LoadError>,
+}
+
+impl PythonExtensions {
+    /// Loads every `.py` file of `dir` (not its subfolders). Only an unreadable folder is an
+    /// error; a bad file is recorded in [`PythonExtensions::errors`].
+    pub async fn load_dir(
+        sandbox: &Sandbox,
+        dir: &Path,
+        host: Arc<dyn Host>,
+        reporter: Reporter,
+    ) -> Result<PythonExtensions, LoadError> {
+        let read_dir = |source| LoadError::ReadDir {
+            path: dir.to_path_buf(),
+            source,
+        };
+        let mut paths = Vec::new();
+        for entry in std::fs::read_dir(dir).map_err(read_dir)? {
+            let path = entry.map_err(read_dir)?.path();
+            if path.is_file() && path.extension().is_some_and(|e| e == "py") {
+                paths.push(path);
+            }
+        }
+        paths.sort();
+        let mut files = Vec::new();
+        let mut errors = Vec::new();
+        for path in paths {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            match std::fs::read_to_string(&path) {
+                Ok(source) => files.push((name, source)),
+                Err(source) => errors.push(LoadError::Read { path, source }),
+            }
+        }
+        let mut loaded = Self::load_sources(sandbox, files, host, reporter).await;
+        errors.append(&mut loaded.errors);
+        loaded.errors = errors;
+        Ok(loaded)
+    }
+
+    /// Loads files given as (file name, source), in the order given.
+    pub async fn load_sources(
+        sandbox: &Sandbox,
+        files: impl IntoIterator<Item = (String, String)>,
+        host: Arc<dyn Host>,
+        reporter: Reporter,
+    ) -> PythonExtensions {
+        let mut loaded = PythonExtensions::default();
+        let mut owners: HashMap<String, String> = HashMap::new();
+        for (file, source) in files {
+            let module = match PythonModule::load(sandbox, file.clone(), source).await {
+                Ok(module) => Arc::new(module),
+                Err(error) => {
+                    loaded.errors.push(LoadError::Python { file, error });
+                    continue;
+                }
+            };
+            if let Some(spec) = module.tools().iter().find(|t| owners.contains_key(&t.name)) {
+                loaded.errors.push(LoadError::DuplicateTool {
+                    file,
+                    tool: spec.name.clone(),
+                    first: owners[&spec.name].clone(),
+                });
+                continue;
+            }
+            for tool in PythonTool::all(&module, sandbox, &host, &reporter) {
+                owners.insert(tool.spec().name.clone(), file.clone());
+                loaded.tools.push(Arc::new(tool));
+            }
+            loaded
+                .callbacks
+                .extend(PythonCallback::all(&module, sandbox, &host, &reporter));
+        }
+        loaded
+    }
+
+    /// Adds the tools and callbacks to an agent (after whatever it already has).
+    pub fn add_to(&self, mut builder: LlmAgentBuilder) -> LlmAgentBuilder {
+        for tool in &self.tools {
+            let tool: Arc<dyn AgentTool> = tool.clone();
+            builder = builder.shared_tool(tool);
+        }
+        for callback in &self.callbacks {
+            builder = callback.clone().add_to(builder);
+        }
+        builder
+    }
+}

@@ -1,0 +1,178 @@
+//! Hostile code, each case in its own test: it runs as a Python tool in a real engine turn, ends
+//! within its deadline with a clear error the model is shown (`FAILED`), and the engine goes on:
+//! the turn completes, and the next turn's Python tool works.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agent::InvocationStatus;
+use common::{DEADLINE, call, engine_with, say};
+use serde_json::json;
+
+/// How much later than the deadline a call may end: the epoch tick, instantiation, and a
+/// loaded two-core CI machine.
+const SLACK: Duration = Duration::from_millis(1500);
+
+/// Runs `body` as the tool `hostile` and returns the error text the model saw, after checking
+/// that the turn ended in time and that the engine still runs Python tools afterwards.
+async fn contain(body: &str) -> String {
+    contain_timed(body).await.0
+}
+
+/// [`contain`], with how long the hostile turn took.
+async fn contain_timed(body: &str) -> (String, Duration) {
+    let mut source = String::from("import time\n\ndef hostile() -> str:\n");
+    for line in body.lines() {
+        source.push_str("    ");
+        source.push_str(line);
+        source.push('\n');
+    }
+    source.push_str("    return 'survived'\n");
+    let h = engine_with(
+        &[
+            ("hostile.py", &source),
+            (
+                "fine.py",
+                "def fine() -> str:\n    return 'still working'\n",
+            ),
+        ],
+        vec![
+            call("hostile", json!({})),
+            say("That did not work."),
+            call("fine", json!({})),
+            say("Fine now."),
+        ],
+        Arc::new(pysandbox::NoHost),
+        json!({}),
+    )
+    .await;
+    assert!(h.extensions.errors.is_empty(), "{:?}", h.extensions.errors);
+
+    let started = Instant::now();
+    let outcome = h.send("run the hostile tool").await;
+    let took = started.elapsed();
+    assert_eq!(outcome.status, InvocationStatus::Completed);
+    assert!(took < DEADLINE + SLACK, "the turn took {took:?}");
+    let responses = h.last_responses();
+    assert_eq!(responses.len(), 1, "{responses:?}");
+    assert_eq!(responses[0]["outcome"], "failed", "{responses:?}");
+    let error = responses[0]["error"].as_str().unwrap().to_owned();
+    eprintln!("{took:?}: {error}");
+    assert!(
+        error.starts_with("The Python tool hostile failed."),
+        "{error}"
+    );
+    let reports = h.reports.all();
+    assert!(
+        reports
+            .iter()
+            .any(|r| r.error.is_some() && r.function == "tool hostile"),
+        "the failure is reported to the app: {reports:?}"
+    );
+
+    // The engine carries on: the next turn runs another Python tool.
+    assert_eq!(h.send("and now?").await.status, InvocationStatus::Completed);
+    assert_eq!(
+        h.last_responses(),
+        vec![common::obj(json!({"output": "still working"}))]
+    );
+    (error, took)
+}
+
+#[tokio::test]
+async fn an_endless_loop_is_stopped_at_the_deadline() {
+    let error = contain("while True:\n    pass").await;
+    assert!(error.contains("ran past its 2 s deadline"), "{error}");
+}
+
+#[tokio::test]
+async fn a_loop_catching_base_exception_is_stopped_all_the_same() {
+    let error = contain(
+        "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass",
+    )
+    .await;
+    assert!(error.contains("ran past its 2 s deadline"), "{error}");
+}
+
+#[tokio::test]
+async fn a_huge_sum_inside_c_code_is_stopped_at_the_deadline() {
+    let error = contain("return str(sum(range(10**11)))").await;
+    assert!(error.contains("ran past its 2 s deadline"), "{error}");
+}
+
+#[tokio::test]
+async fn a_long_sleep_is_refused_at_once() {
+    let (error, took) = contain_timed("time.sleep(60)").await;
+    assert!(error.contains("time.sleep(60) would outlast it"), "{error}");
+    assert!(took < DEADLINE / 2, "the sleep was waited for: {took:?}");
+}
+
+#[tokio::test]
+async fn a_slowly_growing_list_ends_with_a_memory_error() {
+    let error = contain("grown = []\nwhile True:\n    grown.append(' ' * 4096)").await;
+    assert!(
+        error.contains("MemoryError") || error.contains("memory limit"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_one_gib_allocation_is_a_memory_error() {
+    let error = contain("block = bytearray(1024 * 1024 * 1024)").await;
+    assert!(error.contains("MemoryError"), "{error}");
+    assert!(
+        error.contains("line 4"),
+        "the traceback names the line: {error}"
+    );
+}
+
+#[tokio::test]
+async fn the_file_system_is_not_there() {
+    let error = contain("return open('/etc/passwd').read()").await;
+    assert!(error.contains("/etc/passwd"), "{error}");
+    assert!(
+        error.contains("FileNotFoundError") || error.contains("PermissionError"),
+        "{error}"
+    );
+    assert!(!error.contains("root:"), "{error}");
+    // Nor through the os module, reached around the import guard.
+    let error = contain("import random\nos = random._os\nreturn str(os.listdir('/'))").await;
+    assert!(error.contains("Error"), "{error}");
+}
+
+#[tokio::test]
+async fn sockets_are_refused() {
+    let error = contain("import socket\nsocket.create_connection(('1.1.1.1', 80))").await;
+    assert!(
+        error.contains("ImportError: import of 'socket' is not allowed"),
+        "{error}"
+    );
+    // Around the import guard, WASI itself has no network to give.
+    let error = contain(
+        "import random\nreal_import = random._os.sys.modules['builtins'].__import__\n_socket = real_import('_socket')\ns = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)\ns.connect(('1.1.1.1', 80))",
+    )
+    .await;
+    assert!(error.contains("Error"), "{error}");
+    assert!(!error.contains("survived"), "{error}");
+}
+
+#[tokio::test]
+async fn ctypes_cannot_be_imported() {
+    let error = contain("import ctypes").await;
+    assert!(
+        error.contains("ImportError: import of 'ctypes' is not allowed"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn subprocess_cannot_be_imported() {
+    let error = contain("import subprocess\nsubprocess.run(['id'])").await;
+    assert!(
+        error.contains("ImportError: import of 'subprocess' is not allowed"),
+        "{error}"
+    );
+}
