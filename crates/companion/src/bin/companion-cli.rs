@@ -24,7 +24,9 @@ const HELP: &str = "\
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    // The first argument is the program's own path.
+    let args: Vec<String> = std::env::args().collect();
+    let args = &args[1.min(args.len())..];
     let paths = match args.iter().position(|a| a == "--data-dir") {
         Some(i) => AppPaths::under(&PathBuf::from(
             args.get(i + 1).context("--data-dir needs a folder")?,

@@ -12,7 +12,9 @@ use emulator::model_server::{ModelServer, Script};
 async fn main() -> anyhow::Result<()> {
     let mut script_path = None;
     let mut port: u16 = 0;
-    let mut args = std::env::args().skip(1);
+    let mut args = std::env::args();
+    // The first argument is the program's own path.
+    args.next();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--script" => script_path = Some(args.next().context("--script needs a file")?),

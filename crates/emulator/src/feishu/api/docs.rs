@@ -429,7 +429,7 @@ fn snippet(text: &str, query: &str) -> String {
             .unwrap_or(0)
     };
     let start = at.saturating_sub(20);
-    let piece: String = chars.iter().skip(start).take(80).collect();
+    let piece: String = chars[start.min(chars.len())..].iter().take(80).collect();
     highlight(&piece, query)
 }
 
