@@ -86,12 +86,19 @@ impl PythonExtensions {
                     continue;
                 }
             };
-            if let Some(spec) = module.tools().iter().find(|t| owners.contains_key(&t.name)) {
-                loaded.errors.push(LoadError::DuplicateTool {
-                    file,
-                    tool: spec.name.clone(),
-                    first: owners[&spec.name].clone(),
-                });
+            let mut seen: HashMap<&str, &str> = HashMap::new();
+            let duplicate = module.tools().iter().find_map(|t| {
+                let first = owners
+                    .get(&t.name)
+                    .map(String::as_str)
+                    .or_else(|| seen.get(t.name.as_str()).copied());
+                seen.insert(&t.name, &file);
+                first.map(|first| (t.name.clone(), first.to_owned()))
+            });
+            if let Some((tool, first)) = duplicate {
+                loaded
+                    .errors
+                    .push(LoadError::DuplicateTool { file, tool, first });
                 continue;
             }
             for tool in PythonTool::all(&module, sandbox, &host, &reporter) {

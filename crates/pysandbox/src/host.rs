@@ -88,6 +88,12 @@ pub trait Host: Send + Sync {
     }
 }
 
+impl fmt::Debug for dyn Host {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Host(..)")
+    }
+}
+
 /// A host with no tools and no network.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoHost;

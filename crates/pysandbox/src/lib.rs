@@ -23,8 +23,44 @@
 //!   reported with its traceback and line, and the rest load regardless.
 //!
 //! The component is compiled once per machine and cached ([`cache`]); that first compile takes
-//! about 20 seconds, after which creating a [`Sandbox`] takes a fraction of a second and a call a
-//! few milliseconds.
+//! about 15 seconds, after which creating a [`Sandbox`] takes a fraction of a second and a call a
+//! few milliseconds. An app should create its sandbox in the background at start-up.
+//!
+//! # Writing extensions
+//!
+//! Each `.py` file of the extensions folder is a module; files load in name order.
+//!
+//! - **Tools.** The function named like the file (`order_status.py` → `def order_status(...)`)
+//!   is the file's tool; other functions are helpers. More tools per file, or a tool that needs
+//!   more than the defaults, are declared with the `tool` decorator:
+//!   `@tool(requires_approval=True, scopes=["im:message"], deduplicates=False, name=..., description=...)`.
+//!   `requires_approval` makes the engine hold every call for the user's approval, and is what
+//!   lets the tool write (`ces_requests.post/put/patch/delete`, tools that need approval);
+//!   `scopes` are the Feishu permissions it needs. The model sees the docstring's summary as the
+//!   description and a JSON Schema built from the signature: `str`, `int`, `float`, `bool`,
+//!   `list`/`list[T]`, `dict`, `Optional[T]`, `Literal[...]`; a parameter with a default is
+//!   optional; `Args:` lines of the docstring describe the parameters. A parameter named
+//!   `tool_context` (or typed `ToolContext`) receives the context instead of an argument.
+//!   The return value (any JSON-like value, or the seed's classes) goes to the model.
+//! - **Callbacks.** Functions named `before_agent_callback(callback_context)`,
+//!   `after_agent_callback(callback_context)`, `before_model_callback(callback_context,
+//!   llm_request)`, `after_model_callback(callback_context, llm_response)`,
+//!   `before_tool_callback(tool, input, callback_context)` and `after_tool_callback(tool, input,
+//!   callback_context, tool_response)`. Returning `None` lets the turn go on; returning a value
+//!   short-circuits (content for the agent kinds, an `LlmResponse` for the model kinds, a dict
+//!   for the tool kinds). Callbacks only read: they can never send a write.
+//! - **State.** `context.variables` (the same dict as `context.state`), `get_variable`,
+//!   `set_variable` and `remove_variable`; changes become the event's `state_delta`, and are
+//!   dropped when the code fails. `_session` holds `modality` and `channel`.
+//! - **Imports.** Only these standard modules: `abc array base64 binascii bisect calendar cmath
+//!   collections contextlib copy csv dataclasses datetime decimal difflib enum fractions
+//!   functools hashlib heapq hmac html io itertools json math numbers operator pprint random re
+//!   statistics string struct textwrap time traceback types typing unicodedata urllib.parse
+//!   uuid`, and `ces_public` (the runtime itself). There are no files, no network (HTTP goes
+//!   through `ces_requests`, which the app answers) and no environment variables.
+//! - **Limits.** Each call has a deadline (5 s by default), a memory cap (256 MiB) and a bound on
+//!   printed output (64 KiB); `time.sleep` past the deadline stops the call at once. Printed
+//!   output and failures are reported to the app ([`Reporter`]).
 
 pub mod cache;
 mod callbacks;

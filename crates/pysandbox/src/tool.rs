@@ -39,12 +39,6 @@ pub struct PythonTool {
     reporter: Reporter,
 }
 
-impl std::fmt::Debug for dyn Host {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Host(..)")
-    }
-}
-
 impl PythonTool {
     /// The tool `spec` of `module`, run in `sandbox` with `host` behind `tools.*` and
     /// `ces_requests.*`.

@@ -176,3 +176,21 @@ async fn subprocess_cannot_be_imported() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn endless_printing_is_cut_at_the_bound_and_the_call_goes_on() {
+    let source = "def chatty() -> int:\n    for i in range(20_000):\n        print('line', i)\n    return i\n";
+    let (run, _) = common::run_tool(source, "chatty", json!({}), json!({})).await;
+    let run = run.unwrap();
+    assert_eq!(run.value, json!(19_999), "the code ran to the end");
+    assert!(
+        run.stdout.starts_with("line 0\nline 1\n"),
+        "{}",
+        &run.stdout[..40]
+    );
+    assert!(
+        run.stdout.len() <= pysandbox::Limits::default().output_bytes,
+        "{} bytes kept",
+        run.stdout.len()
+    );
+}
