@@ -384,3 +384,93 @@ async fn a_failing_callback_is_skipped_and_a_failing_tool_answers_with_its_trace
             .any(|r| r.file == "divide.py" && r.line == Some(2))
     );
 }
+
+#[tokio::test]
+async fn tools_name_calls_the_agents_own_tools_and_writes_among_them_need_approval() {
+    use agent::{AgentTool, Approval, FunctionTool, ToolReturn};
+    let sent: Arc<Mutex<Vec<(Value, String)>>> = Arc::default();
+    let list_events = FunctionTool::new(
+        "list_events",
+        "Lists the calendar's events.",
+        json!({"type": "object"}),
+        |_, _| ToolReturn::from(json!({"events": ["standup", "review"]})),
+    );
+    let recorded = sent.clone();
+    let send_message = FunctionTool::new(
+        "send_message",
+        "Sends a message.",
+        json!({"type": "object"}),
+        move |args, ctx| {
+            recorded
+                .lock()
+                .unwrap()
+                .push((Value::Object(args), ctx.idempotency_key.clone()));
+            ToolReturn::from(json!({"message_id": "om_1"}))
+        },
+    )
+    .with_approval(Approval::Always);
+    let tools: Vec<Arc<dyn AgentTool>> = vec![Arc::new(list_events), Arc::new(send_message)];
+    let host = Arc::new(pysandbox::ToolsHost::new(tools));
+    let agenda = r#"
+def agenda() -> dict:
+    events = tools.list_events({}).json()['events']
+    refused = tools.send_message({'text': 'agenda: ' + ', '.join(events)})
+    return {'events': events, 'send': [refused.status_code, refused.ok]}
+"#;
+    let announce = r#"
+@tool(requires_approval=True)
+def announce(text: str) -> dict:
+    response = tools.send_message({'text': text})
+    response.raise_for_status()
+    return response.json()
+"#;
+    let h = engine_with(
+        &[("agenda.py", agenda), ("announce.py", announce)],
+        vec![
+            call("agenda", json!({})),
+            say("Two events today."),
+            call("announce", json!({"text": "standup moved"})),
+            say("Announced."),
+        ],
+        host,
+        json!({}),
+    )
+    .await;
+    assert_eq!(
+        h.send("what's on?").await.status,
+        InvocationStatus::Completed
+    );
+    assert_eq!(
+        h.last_responses(),
+        vec![obj(
+            json!({"output": r#"{"events":["standup","review"],"send":[403,false]}"#})
+        )]
+    );
+    assert!(
+        sent.lock().unwrap().is_empty(),
+        "an unapproved tool sent a message"
+    );
+
+    assert_eq!(
+        h.send("announce it").await.status,
+        InvocationStatus::Suspended
+    );
+    let held = h.engine.pending_calls().unwrap().remove(0);
+    h.engine
+        .decide(&held.call_id, Decision::Approve)
+        .await
+        .unwrap();
+    assert_eq!(
+        h.last_responses(),
+        vec![obj(json!({"output": r#"{"message_id":"om_1"}"#}))]
+    );
+    let sent = sent.lock().unwrap().clone();
+    assert_eq!(
+        sent,
+        [(
+            json!({"text": "standup moved"}),
+            format!("{}:1", held.idempotency_key)
+        )],
+        "sent once, with a key derived from the approved call's"
+    );
+}
