@@ -1,7 +1,7 @@
 //! The sandbox: CPython compiled to a WebAssembly component, run under wasmtime.
 //!
 //! The component is compiled once (and cached on disk, see [`crate::cache`]) and pre-linked
-//! ([`InstancePre`]); every call gets a fresh instance of it, so nothing one call does can be
+//! ([`wasmtime::component::InstancePre`]); every call gets a fresh instance of it, so nothing one call does can be
 //! seen by the next. What an instance can do is only what the linker gives it: WASI with no
 //! preopened directories, no network, no environment variables, no arguments and captured stdio,
 //! plus this crate's host functions. Three limits hold each call:
@@ -52,6 +52,11 @@ const TICK: Duration = Duration::from_millis(10);
 /// How long past the deadline the outer timeout waits before abandoning a call that did not stop
 /// by itself (a host call that ignores the deadline); the call is then dropped mid-flight.
 const GRACE: Duration = Duration::from_millis(250);
+
+/// How many tool calls and HTTP requests one Python call may make. Past it the host answers
+/// `429` without doing anything, so a loop of `async_tools` calls cannot flood the app or a
+/// service for the whole deadline.
+const MAX_HOST_REQUESTS: u32 = 256;
 
 /// The limits of one Python call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,14 +219,18 @@ fn deadline_trap(during: impl Into<String>) -> wasmtime::Error {
 }
 
 impl HostState {
-    /// Who the next host request is from; writes get their own idempotency key.
-    fn next_call(&mut self) -> HostCall {
+    /// Who the next host request is from (writes get their own idempotency key), or `None`
+    /// when the call has made all the requests it may.
+    fn next_call(&mut self) -> Option<HostCall> {
+        if self.requests >= MAX_HOST_REQUESTS {
+            return None;
+        }
         self.requests += 1;
         let mut call = self.env.call.clone();
         call.idempotency_key = call
             .idempotency_key
             .map(|key| format!("{key}:{}", self.requests));
-        call
+        Some(call)
     }
 
     fn push(&mut self, what: String, pending: Pending) -> u32 {
@@ -233,6 +242,18 @@ impl HostState {
 
 fn bad_request(message: String) -> Pending {
     Pending::Ready(ExternalResponse::new(400, message).with_reason("Bad Request"))
+}
+
+fn too_many_requests() -> Pending {
+    Pending::Ready(
+        ExternalResponse::new(
+            429,
+            format!(
+                "one Python call may make at most {MAX_HOST_REQUESTS} tool calls and HTTP requests"
+            ),
+        )
+        .with_reason("Too Many Requests"),
+    )
 }
 
 impl bindings::companion::pysandbox::host::Host for HostState {
@@ -247,7 +268,9 @@ impl bindings::companion::pysandbox::host::Host for HostState {
                 ));
             }
         };
-        let call = self.next_call();
+        let Some(call) = self.next_call() else {
+            return Ok(self.push(what, too_many_requests()));
+        };
         let host = self.env.host.clone();
         let task = tokio::spawn(async move { host.call_tool(&name, args, &call).await });
         Ok(self.push(what, Pending::Task(task)))
@@ -273,7 +296,9 @@ impl bindings::companion::pysandbox::host::Host for HostState {
             tracing::info!(caller = %self.env.call.caller, request = %what, "refused a write from Python");
             return Ok(self.push(what.clone(), Pending::Ready(refused_write(&what))));
         }
-        let call = self.next_call();
+        let Some(call) = self.next_call() else {
+            return Ok(self.push(what, too_many_requests()));
+        };
         let host = self.env.host.clone();
         let task = tokio::spawn(async move { host.http(request, &call).await });
         Ok(self.push(what, Pending::Task(task)))

@@ -194,3 +194,14 @@ async fn endless_printing_is_cut_at_the_bound_and_the_call_goes_on() {
         run.stdout.len()
     );
 }
+
+#[tokio::test]
+async fn a_flood_of_tool_calls_is_cut_off_by_the_host() {
+    let source = "def flood() -> list:\n    futures = [async_tools.anything({'i': i}) for i in range(1000)]\n    codes = [f().status_code for f in futures]\n    return [codes.count(404), codes.count(429)]\n";
+    let (run, _) = common::run_tool(source, "flood", json!({}), json!({})).await;
+    assert_eq!(
+        run.unwrap().value,
+        json!([256, 744]),
+        "the host saw 256 calls at most"
+    );
+}
