@@ -584,6 +584,10 @@ def sample() -> list:
         missing.append('_session')
     if not issubclass(StatusError, Exception) or not issubclass(ToolContext, CallbackContext):
         missing.append('class hierarchy')
+    # "This environment runs Python 3.12." (sys is not importable; random's own os module is.)
+    import random
+    if tuple(random._os.sys.version_info[:2]) != (3, 12):
+        missing.append(f'Python 3.12, not {random._os.sys.version}')
     return missing
 "#;
     let (run, _) = run_tool(source, "sample", json!({}), json!({})).await;
