@@ -1,5 +1,5 @@
 //! The compiled component, cached on disk so that only the first run on a machine pays for
-//! Cranelift (about 20 s for the 36 MB CPython component on two cores).
+//! Cranelift (10 to 20 s for the 36 MB CPython component on two cores).
 //!
 //! A cache entry is named by the SHA-256 of the component and of wasmtime's compatibility hash
 //! (its version, target and compiler settings), so any change to either misses the cache. Its

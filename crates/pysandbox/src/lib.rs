@@ -23,7 +23,7 @@
 //!   reported with its traceback and line, and the rest load regardless.
 //!
 //! The component is compiled once per machine and cached ([`cache`]); that first compile takes
-//! about 15 seconds, after which creating a [`Sandbox`] takes a fraction of a second and a call a
+//! 10 to 20 seconds on two cores, after which creating a [`Sandbox`] takes a fraction of a second and a call a
 //! few milliseconds. An app should create its sandbox in the background at start-up.
 //!
 //! # Writing extensions
