@@ -8,8 +8,8 @@
 //! This is the crate's only `unsafe`: `Component::deserialize` trusts its bytes to be wasmtime's
 //! own output, since they are machine code. The bytes given to it are ones this module wrote
 //! itself, with `Component::serialize`, into the app's own cache folder, and are verified against
-//! the hash written with them; a truncated, corrupted or foreign file fails the check (or wasmtime's
-//! own header check) and is compiled afresh. (Whoever can write to the app's data folder can
+//! the hash written with them; a truncated, corrupted or foreign file fails the check (or
+//! wasmtime's own header check) and is compiled afresh. (Whoever can write to the app's data folder can
 //! replace the hash too; such a user can already replace the app.)
 #![allow(unsafe_code)]
 

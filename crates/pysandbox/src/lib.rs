@@ -23,8 +23,9 @@
 //!   reported with its traceback and line, and the rest load regardless.
 //!
 //! The component is compiled once per machine and cached ([`cache`]); that first compile takes
-//! 10 to 20 seconds on two cores, after which creating a [`Sandbox`] takes a fraction of a second and a call a
-//! few milliseconds. An app should create its sandbox in the background at start-up.
+//! 10 to 20 seconds on two cores, after which creating a [`Sandbox`] takes a fraction of a
+//! second and a call a few milliseconds. An app should create its sandbox in the background at
+//! start-up.
 //!
 //! # Writing extensions
 //!
@@ -32,9 +33,8 @@
 //!
 //! - **Tools.** The function named like the file (`order_status.py` → `def order_status(...)`)
 //!   is the file's tool; other functions are helpers. More tools per file, or a tool that needs
-//!   more than the defaults, are declared with the `tool` decorator:
-//!   `@tool(requires_approval=True, scopes=["im:message"], deduplicates=False, name=..., description=...)`.
-//!   `requires_approval` makes the engine hold every call for the user's approval, and is what
+//!   more than the defaults, are declared with the `tool` decorator: `@tool(requires_approval=True,
+//!   scopes=["im:message"], deduplicates=False, name=..., description=...)`. `requires_approval` makes the engine hold every call for the user's approval, and is what
 //!   lets the tool write (`ces_requests.post/put/patch/delete`, tools that need approval);
 //!   `scopes` are the Feishu permissions it needs. The model sees the docstring's summary as the
 //!   description and a JSON Schema built from the signature: `str`, `int`, `float`, `bool`,
