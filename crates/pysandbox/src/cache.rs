@@ -9,8 +9,8 @@
 //! own output, since they are machine code. The bytes given to it are ones this module wrote
 //! itself, with `Component::serialize`, into the app's own cache folder, and are verified against
 //! the hash written with them; a truncated, corrupted or foreign file fails the check (or
-//! wasmtime's own header check) and is compiled afresh. (Whoever can write to the app's data folder can
-//! replace the hash too; such a user can already replace the app.)
+//! wasmtime's own header check) and is compiled afresh. (Whoever can write to the app's data folder
+//! can replace the hash too; such a user can already replace the app.)
 #![allow(unsafe_code)]
 
 use std::fs::{self, File, OpenOptions};

@@ -2,11 +2,11 @@
 //!
 //! Python code calls the agent's tools (`tools.NAME(args)`, `async_tools.NAME(args)`) and makes
 //! HTTP requests (`ces_requests.get(...)`); each becomes a call of the [`Host`] the tool or
-//! callback was loaded with. The sandbox applies the approval gate before the host sees anything: a write
-//! (POST, PUT, DELETE, PATCH) is only passed on for a Python tool that was declared
+//! callback was loaded with. The sandbox applies the approval gate before the host sees anything: a
+//! write (POST, PUT, DELETE, PATCH) is only passed on for a Python tool that was declared
 //! `requires_approval` — which the engine runs only once the user has approved the call — and is
-//! otherwise answered `403` without reaching the host. [`ToolsHost`] applies the same rule to
-//! tools that need approval.
+//! otherwise answered `403` without reaching the host. [`ToolsHost`] applies the same rule to tools
+//! that need approval.
 
 use std::collections::HashMap;
 use std::fmt;

@@ -31,17 +31,18 @@
 //!
 //! Each `.py` file of the extensions folder is a module; files load in name order.
 //!
-//! - **Tools.** The function named like the file (`order_status.py` → `def order_status(...)`)
-//!   is the file's tool; other functions are helpers. More tools per file, or a tool that needs
-//!   more than the defaults, are declared with the `tool` decorator: `@tool(requires_approval=True,
-//!   scopes=["im:message"], deduplicates=False, name=..., description=...)`. `requires_approval` makes the engine hold every call for the user's approval, and is what
-//!   lets the tool write (`ces_requests.post/put/patch/delete`, tools that need approval);
-//!   `scopes` are the Feishu permissions it needs. The model sees the docstring's summary as the
-//!   description and a JSON Schema built from the signature: `str`, `int`, `float`, `bool`,
-//!   `list`/`list[T]`, `dict`, `Optional[T]`, `Literal[...]`; a parameter with a default is
-//!   optional; `Args:` lines of the docstring describe the parameters. A parameter named
-//!   `tool_context` (or typed `ToolContext`) receives the context instead of an argument.
-//!   The return value (any JSON-like value, or the seed's classes) goes to the model.
+//! - **Tools.** The function named like the file (`order_status.py` → `def order_status(...)`) is
+//!   the file's tool; other functions are helpers. More tools per file, or a tool that needs more
+//!   than the defaults, are declared with the `tool` decorator: `@tool(requires_approval=True,
+//!   scopes=["im:message"], deduplicates=False, name=..., description=...)`. `requires_approval`
+//!   makes the engine hold every call for the user's approval, and is what lets the tool write
+//!   (`ces_requests.post/put/patch/delete`, tools that need approval); `scopes` are the Feishu
+//!   permissions it needs. The model sees the docstring's summary as the description and a JSON
+//!   Schema built from the signature: `str`, `int`, `float`, `bool`, `list`/`list[T]`, `dict`,
+//!   `Optional[T]`, `Literal[...]`; a parameter with a default is optional; `Args:` lines of the
+//!   docstring describe the parameters. A parameter named `tool_context` (or typed `ToolContext`)
+//!   receives the context instead of an argument. The return value (any JSON-like value, or the
+//!   seed's classes) goes to the model.
 //! - **Callbacks.** Functions named `before_agent_callback(callback_context)`,
 //!   `after_agent_callback(callback_context)`, `before_model_callback(callback_context,
 //!   llm_request)`, `after_model_callback(callback_context, llm_response)`,

@@ -1,10 +1,10 @@
 //! The sandbox: CPython compiled to a WebAssembly component, run under wasmtime.
 //!
 //! The component is compiled once (and cached on disk, see [`crate::cache`]) and pre-linked
-//! ([`wasmtime::component::InstancePre`]); every call gets a fresh instance of it, so nothing
-//! one call does can be seen by the next. What an instance can do is only what the linker gives it: WASI with no
-//! preopened directories, no network, no environment variables, no arguments and captured stdio,
-//! plus this crate's host functions. Three limits hold each call:
+//! ([`wasmtime::component::InstancePre`]); every call gets a fresh instance of it, so nothing one
+//! call does can be seen by the next. What an instance can do is only what the linker gives it:
+//! WASI with no preopened directories, no network, no environment variables, no arguments and
+//! captured stdio, plus this crate's host functions. Three limits hold each call:
 //!
 //! - **memory**: a cap on linear memory ([`wasmtime::StoreLimits`]); a refused `memory.grow`
 //!   becomes `MemoryError` inside Python, and a refusal Python cannot recover from ends the call;
