@@ -8,9 +8,9 @@ mod common;
 use std::time::Duration;
 
 use agent::Model;
-use common::{Fixture, Piece, Reply, calls, fast, request, request_with_history, run};
+use common::{Fixture, Piece, Reply, calls, request, request_with_history, run};
 use futures::StreamExt;
-use llm::{AnthropicProvider, ApiKey, ProviderConfig, ProviderKind, ToolChoice};
+use llm::{AnthropicProvider, ProviderConfig, ProviderKind, ToolChoice};
 use serde_json::{Value, json};
 
 const KEY: &str = "sk-ant-test-0123456789abcdef";
@@ -20,15 +20,14 @@ fn provider(fixture: &Fixture) -> AnthropicProvider {
 }
 
 fn provider_with(fixture: &Fixture, change: impl FnOnce(&mut ProviderConfig)) -> AnthropicProvider {
-    let mut config = ProviderConfig::new(
+    let config = common::config(
+        fixture,
         ProviderKind::Anthropic,
         "Anthropic Claude",
-        &fixture.base,
         "claude-sonnet-4-5",
-        Some(ApiKey::new(KEY)),
+        KEY,
+        change,
     );
-    config.http = fast();
-    change(&mut config);
     AnthropicProvider::new(config).unwrap()
 }
 

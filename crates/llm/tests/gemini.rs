@@ -9,9 +9,9 @@ mod common;
 use std::time::Duration;
 
 use agent::{Content, FunctionCall, Model, Part};
-use common::{Fixture, Piece, Reply, calls, fast, request, request_with_history, run};
+use common::{Fixture, Piece, Reply, calls, request, request_with_history, run};
 use futures::StreamExt;
-use llm::{ApiKey, GeminiProvider, ProviderConfig, ProviderKind, ToolChoice};
+use llm::{GeminiProvider, ProviderConfig, ProviderKind, ToolChoice};
 use serde_json::{Value, json};
 
 const KEY: &str = "AIzaSy-test-0123456789abcdef";
@@ -21,15 +21,14 @@ fn provider(fixture: &Fixture) -> GeminiProvider {
 }
 
 fn provider_with(fixture: &Fixture, change: impl FnOnce(&mut ProviderConfig)) -> GeminiProvider {
-    let mut config = ProviderConfig::new(
+    let config = common::config(
+        fixture,
         ProviderKind::Gemini,
         "Google Gemini",
-        &fixture.base,
         "gemini-2.5-flash",
-        Some(ApiKey::new(KEY)),
+        KEY,
+        change,
     );
-    config.http = fast();
-    change(&mut config);
     GeminiProvider::new(config).unwrap()
 }
 

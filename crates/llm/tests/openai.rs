@@ -20,15 +20,14 @@ fn provider(fixture: &Fixture) -> OpenAiProvider {
 }
 
 fn provider_with(fixture: &Fixture, change: impl FnOnce(&mut ProviderConfig)) -> OpenAiProvider {
-    let mut config = ProviderConfig::new(
+    let config = common::config(
+        fixture,
         ProviderKind::OpenAiCompatible,
         "OpenAI",
-        &fixture.base,
         "gpt-4.1-mini",
-        Some(ApiKey::new(KEY)),
+        KEY,
+        change,
     );
-    config.http = fast();
-    change(&mut config);
     OpenAiProvider::new(config).unwrap()
 }
 

@@ -419,3 +419,24 @@ pub async fn dead_port() -> u16 {
     drop(listener);
     port
 }
+
+/// A provider's configuration against `fixture`, with test timeouts, edited by `change`.
+pub fn config(
+    fixture: &Fixture,
+    kind: llm::ProviderKind,
+    label: &str,
+    model: &str,
+    key: &str,
+    change: impl FnOnce(&mut llm::ProviderConfig),
+) -> llm::ProviderConfig {
+    let mut config = llm::ProviderConfig::new(
+        kind,
+        label,
+        &fixture.base,
+        model,
+        Some(llm::ApiKey::new(key)),
+    );
+    config.http = fast();
+    change(&mut config);
+    config
+}
