@@ -132,6 +132,7 @@ struct Inner {
     demo: Option<Demo>,
     events: broadcast::Sender<UiEvent>,
     sign_in: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    titles: Arc<Mutex<std::collections::HashMap<String, String>>>,
 }
 
 /// The app, without its window: everything the UI, the tests and a CLI drive.
@@ -149,7 +150,7 @@ impl std::fmt::Debug for Companion {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
@@ -267,6 +268,7 @@ impl Companion {
                 demo,
                 events,
                 sign_in: Mutex::new(None),
+                titles: Arc::default(),
             }),
         };
         companion.forward_engine_events();
@@ -298,6 +300,20 @@ impl Companion {
     /// Every event for the UI from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<UiEvent> {
         self.inner.events.subscribe()
+    }
+
+    /// The app's folders.
+    pub fn paths(&self) -> &AppPaths {
+        &self.inner.paths
+    }
+
+    /// The engine (for the application core's own modules and tests).
+    pub fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+
+    pub(crate) fn titles(&self) -> Arc<Mutex<std::collections::HashMap<String, String>>> {
+        self.inner.titles.clone()
     }
 
     /// Whether the app runs on the built-in emulator and scripted model.

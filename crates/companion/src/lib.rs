@@ -8,6 +8,9 @@
 //! waiting for the user: approvals, sign-ins, and writes whose outcome a crash made unknown.
 
 mod core;
+pub mod labels;
+mod ui_api;
+pub mod view;
 pub mod paths;
 pub mod settings;
 

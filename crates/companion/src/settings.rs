@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 /// Interface language.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum Language {
     /// Follow the system.
@@ -20,7 +20,7 @@ pub enum Language {
 }
 
 /// Colour theme.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
 pub enum Theme {
     /// Follow the system.
@@ -33,7 +33,7 @@ pub enum Theme {
 }
 
 /// Which model to use.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(default)]
 pub struct ModelSettings {
     /// A preset id from `llm::PRESETS` (`openai`, `deepseek`, `ollama`, `custom`…).
@@ -55,10 +55,11 @@ impl Default for ModelSettings {
 }
 
 /// The user's Feishu app.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(default)]
 pub struct FeishuSettings {
     /// Feishu or Lark.
+    #[ts(type = "\"feishu\" | \"lark\"")]
     pub brand: feishu::Brand,
     /// The App ID (`cli_…`); empty until the user registers an app.
     pub app_id: String,
@@ -84,7 +85,7 @@ impl FeishuSettings {
 }
 
 /// Everything the user can set.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(default)]
 pub struct Settings {
     /// Interface language.

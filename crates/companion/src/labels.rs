@@ -1,0 +1,105 @@
+//! Names for people: the assistant's tools and Feishu's permissions in plain words, in both
+//! languages. Unknown names fall back to the raw string, so a new tool or scope still shows.
+
+use crate::view::{ScopeView, Text};
+
+/// The tool in words ("Create a calendar event").
+pub fn tool_title(tool: &str) -> Text {
+    let (zh, en) = match tool {
+        "whoami" => ("查看我的账号", "Look up your account"),
+        "search_people" => ("查找同事", "Find colleagues"),
+        "list_calendar_events" => ("查看日程", "Read your calendar"),
+        "get_free_busy" => ("查看忙闲", "Check free/busy"),
+        "create_calendar_event" => ("创建日程", "Create a calendar event"),
+        "update_calendar_event" => ("修改日程", "Change a calendar event"),
+        "delete_calendar_event" => ("删除日程", "Delete a calendar event"),
+        "list_chats" => ("查看群聊", "List your chats"),
+        "read_chat_messages" => ("读取聊天消息", "Read chat messages"),
+        "send_message" => ("发送消息", "Send a message"),
+        "reply_message" => ("回复消息", "Reply to a message"),
+        "search_docs" => ("搜索文档", "Search docs"),
+        "read_document" => ("读取文档", "Read a document"),
+        "list_drive_folder" => ("查看云空间文件夹", "List a Drive folder"),
+        "create_document" => ("创建文档", "Create a document"),
+        "append_to_document" => ("在文档末尾追加内容", "Append to a document"),
+        "list_tasks" => ("查看待办", "Read your tasks"),
+        "create_task" => ("创建待办", "Create a task"),
+        "complete_task" => ("完成待办", "Complete a task"),
+        "reopen_task" => ("重新打开待办", "Reopen a task"),
+        other => return Text::new(other, other),
+    };
+    Text::new(zh, en)
+}
+
+/// A Feishu permission in words; the raw scope stays in [`ScopeView::scope`].
+pub fn scope(scope: &str) -> ScopeView {
+    let (zh, en) = match scope {
+        "offline_access" => ("保持登录状态", "Stay signed in"),
+        "calendar:calendar:readonly" | "calendar:calendar:read" => {
+            ("查看你的日历", "See your calendars")
+        }
+        "calendar:calendar.event:read" => ("查看日程详情", "See your calendar events"),
+        "calendar:calendar.free_busy:read" => ("查看你的忙闲状态", "See when you are free or busy"),
+        "calendar:calendar.event:create" => ("以你的身份创建日程", "Create events as you"),
+        "calendar:calendar.event:update" => ("修改你的日程", "Change your events"),
+        "calendar:calendar.event:delete" => ("删除你的日程", "Delete your events"),
+        "calendar:calendar" => ("管理你的日历", "Manage your calendars"),
+        "im:chat:readonly" | "im:chat:read" | "im:chat.group_info:readonly" => {
+            ("查看你所在的群聊", "See the chats you are in")
+        }
+        "im:chat" => ("管理群聊", "Manage chats"),
+        "im:message:readonly"
+        | "im:message.group_msg:get_as_user"
+        | "im:message.p2p_msg:get_as_user" => ("读取你的聊天消息", "Read your chat messages"),
+        "im:message" | "im:message.send_as_user" => {
+            ("以你的身份发送消息", "Send messages as you")
+        }
+        "search:docs:read" => ("搜索你的文档", "Search your docs"),
+        "docs:document.content:read" | "docx:document:readonly" => {
+            ("阅读你的文档", "Read your documents")
+        }
+        "docx:document:create" => ("创建文档", "Create documents"),
+        "docx:document:write_only" | "docx:document" | "docx:document.block:convert" => {
+            ("编辑你的文档", "Edit your documents")
+        }
+        "drive:drive:readonly" | "space:document:retrieve" => {
+            ("查看你的云空间文件", "See your Drive files")
+        }
+        "drive:drive" => ("管理你的云空间文件", "Manage your Drive files"),
+        "wiki:wiki:readonly" | "wiki:node:read" => ("阅读知识库", "Read wikis"),
+        "wiki:wiki" => ("管理知识库", "Manage wikis"),
+        "task:task:read" => ("查看你的待办", "See your tasks"),
+        "task:task:write" | "task:task:writeonly" => {
+            ("创建和更新你的待办", "Create and update your tasks")
+        }
+        "contact:user:search" => ("按名字查找同事", "Find colleagues by name"),
+        "contact:contact.base:readonly" | "contact:contact:readonly" => {
+            ("查看同事的名字", "See colleagues' names")
+        }
+        other => (other, other),
+    };
+    ScopeView {
+        scope: scope.to_owned(),
+        label: Text::new(zh, en),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_scope_the_tools_ask_for_has_words() {
+        for s in emulator::feishu::api::scopes::PREFERRED_SCOPES {
+            let view = scope(s);
+            assert_ne!(view.label.en, *s, "no words for {s}");
+            assert_ne!(view.label.zh, *s, "no words for {s}");
+        }
+    }
+
+    #[test]
+    fn unknown_names_show_as_they_are() {
+        assert_eq!(tool_title("brand_new_tool").en, "brand_new_tool");
+        assert_eq!(scope("x:y").label.zh, "x:y");
+    }
+}
