@@ -51,9 +51,7 @@ pub fn scope(scope: &str) -> ScopeView {
         "im:message:readonly"
         | "im:message.group_msg:get_as_user"
         | "im:message.p2p_msg:get_as_user" => ("读取你的聊天消息", "Read your chat messages"),
-        "im:message" | "im:message.send_as_user" => {
-            ("以你的身份发送消息", "Send messages as you")
-        }
+        "im:message" | "im:message.send_as_user" => ("以你的身份发送消息", "Send messages as you"),
         "search:docs:read" => ("搜索你的文档", "Search your docs"),
         "docs:document.content:read" | "docx:document:readonly" => {
             ("阅读你的文档", "Read your documents")

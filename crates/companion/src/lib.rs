@@ -9,10 +9,10 @@
 
 mod core;
 pub mod labels;
-mod ui_api;
-pub mod view;
 pub mod paths;
 pub mod settings;
+mod ui_api;
+pub mod view;
 
 pub use core::{
     Companion, CompanionError, DEMO_APP_ID, Demo, OpenOptions, SignInStatus, SignInTicket, UiEvent,

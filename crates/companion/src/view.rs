@@ -281,7 +281,9 @@ impl From<DecisionInput> for Decision {
             DecisionInput::Approve => Decision::Approve,
             DecisionInput::ApproveEdited { args } => Decision::ApproveEdited(args),
             DecisionInput::Reject { reason } => Decision::Reject {
-                reason: reason.map(|r| r.trim().to_owned()).filter(|r| !r.is_empty()),
+                reason: reason
+                    .map(|r| r.trim().to_owned())
+                    .filter(|r| !r.is_empty()),
             },
             DecisionInput::AlwaysAllow {
                 constraints,
