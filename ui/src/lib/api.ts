@@ -1,0 +1,72 @@
+// The only place the UI talks to the backend: Tauri commands and events. Tests replace
+// window.__TAURI_INTERNALS__, so everything here goes through @tauri-apps/api.
+import { invoke } from '@tauri-apps/api/core';
+import { listen, type UnlistenFn } from '@tauri-apps/api/event';
+import type { AccountView } from './bindings/AccountView';
+import type { AppInfo } from './bindings/AppInfo';
+import type { AuditQuery } from './bindings/AuditQuery';
+import type { AuditView } from './bindings/AuditView';
+import type { BatchDecision } from './bindings/BatchDecision';
+import type { CallView } from './bindings/CallView';
+import type { DecisionInput } from './bindings/DecisionInput';
+import type { ExportFormat } from './bindings/ExportFormat';
+import type { RuleView } from './bindings/RuleView';
+import type { SavedSettings } from './bindings/SavedSettings';
+import type { SessionView } from './bindings/SessionView';
+import type { Settings } from './bindings/Settings';
+import type { SettingsView } from './bindings/SettingsView';
+import type { SettlementInput } from './bindings/SettlementInput';
+import type { SignInTicketView } from './bindings/SignInTicketView';
+import type { TimelineView } from './bindings/TimelineView';
+import type { TurnView } from './bindings/TurnView';
+import type { UiEventView } from './bindings/UiEventView';
+
+/** The payload of `companion://open`: a notification or the tray asks to show this. */
+export type OpenRequest = { session_id: string; call_id: string | null };
+
+/** A rejected command's message, as a string for the user. */
+export function errorMessage(e: unknown): string {
+  if (typeof e === 'string') return e;
+  if (e instanceof Error) return e.message;
+  if (e && typeof e === 'object' && 'message' in e) return String((e as { message: unknown }).message);
+  try {
+    return JSON.stringify(e);
+  } catch {
+    return String(e);
+  }
+}
+
+export const api = {
+  appInfo: () => invoke<AppInfo>('app_info'),
+  listSessions: () => invoke<SessionView[]>('list_sessions'),
+  createSession: () => invoke<string>('create_session'),
+  timeline: (sessionId: string) => invoke<TimelineView>('timeline', { sessionId }),
+  sendMessage: (sessionId: string, text: string) => invoke<TurnView>('send_message', { sessionId, text }),
+  cancelTurn: (sessionId: string) => invoke<boolean>('cancel_turn', { sessionId }),
+  decide: (callId: string, decision: DecisionInput) => invoke<TurnView>('decide', { callId, decision }),
+  decideMany: (decisions: BatchDecision[]) => invoke<TurnView[]>('decide_many', { decisions }),
+  settle: (callId: string, settlement: SettlementInput) => invoke<TurnView>('settle', { callId, settlement }),
+  pending: () => invoke<CallView[]>('pending'),
+  rules: () => invoke<RuleView[]>('rules'),
+  revokeRule: (ruleId: string) => invoke<RuleView>('revoke_rule', { ruleId }),
+  audit: (query: AuditQuery) => invoke<AuditView[]>('audit', { query }),
+  exportAudit: (query: AuditQuery, format: ExportFormat) => invoke<string>('export_audit', { query, format }),
+  revealPath: (path: string) => invoke<null>('reveal_path', { path }),
+  account: () => invoke<AccountView | null>('account'),
+  signOut: () => invoke<null>('sign_out'),
+  signIn: (scopes: string[], embedded: boolean) => invoke<SignInTicketView>('sign_in', { scopes, embedded }),
+  openSignInInBrowser: () => invoke<null>('open_sign_in_in_browser'),
+  cancelSignIn: () => invoke<null>('cancel_sign_in'),
+  declineSignIn: (callId: string) => invoke<TurnView>('decline_sign_in', { callId }),
+  settings: () => invoke<SettingsView>('settings'),
+  saveSettings: (settings: Settings) => invoke<SavedSettings>('save_settings', { settings }),
+  setAppSecret: (secret: string) => invoke<null>('set_app_secret', { secret }),
+  setModelKey: (preset: string, key: string) => invoke<null>('set_model_key', { preset, key }),
+
+  onEvent: (handler: (ev: UiEventView) => void): Promise<UnlistenFn> =>
+    listen<UiEventView>('companion://event', (e) => handler(e.payload)),
+  onOpen: (handler: (req: OpenRequest) => void): Promise<UnlistenFn> =>
+    listen<OpenRequest>('companion://open', (e) => handler(e.payload)),
+};
+
+export type Api = typeof api;

@@ -1,0 +1,371 @@
+// The app's state, shared by every component, and the actions that change it.
+import { api, errorMessage, type OpenRequest } from './api';
+import type { AccountView } from './bindings/AccountView';
+import type { AppInfo } from './bindings/AppInfo';
+import type { AuditView } from './bindings/AuditView';
+import type { CallView } from './bindings/CallView';
+import type { DecisionInput } from './bindings/DecisionInput';
+import type { Language } from './bindings/Language';
+import type { SessionView } from './bindings/SessionView';
+import type { SettingsView } from './bindings/SettingsView';
+import type { SettlementInput } from './bindings/SettlementInput';
+import type { SignInView } from './bindings/SignInView';
+import type { Theme } from './bindings/Theme';
+import type { UiEventView } from './bindings/UiEventView';
+import { pick, resolveLang, translate, type Key, type Lang } from './i18n';
+import { addLocalUser, applyEvent, emptyTimeline, fromView, removeEntry, type TimelineState } from './timeline';
+
+export type View = 'chat' | 'inbox' | 'audit' | 'settings';
+export type Drawer =
+  | { kind: 'call'; callId: string; edit: boolean }
+  | { kind: 'audit'; entry: AuditView }
+  | { kind: 'account' };
+export type SignInState = { state: 'idle' } | { state: 'starting' } | SignInView;
+export type Toast = { id: number; kind: 'error' | 'info' | 'success'; text: string; action?: { label: string; run: () => void } };
+
+let toastSeq = 0;
+let localSeq = 0;
+
+class Store {
+  info = $state.raw<AppInfo | null>(null);
+  sessions = $state.raw<SessionView[]>([]);
+  currentId = $state<string | null>(null);
+  tl = $state.raw<TimelineState | null>(null);
+  /** Everything that waits for the user, across sessions, by call id. */
+  pendingCalls = $state.raw<Record<string, CallView>>({});
+  /** Calls seen outside the open timeline (decided in the inbox), by id. */
+  knownCalls = $state.raw<Record<string, CallView>>({});
+  account = $state.raw<AccountView | null>(null);
+  settingsView = $state.raw<SettingsView | null>(null);
+  langSetting = $state<Language>('system');
+  themeSetting = $state<Theme>('system');
+  systemDark = $state(false);
+  navLang = $state(typeof navigator !== 'undefined' ? navigator.language : 'en');
+  view = $state<View>('chat');
+  drawer = $state.raw<Drawer | null>(null);
+  signIn = $state.raw<SignInState>({ state: 'idle' });
+  signInCall = $state<string | null>(null);
+  toasts = $state.raw<Toast[]>([]);
+  now = $state(Date.now());
+  highlight = $state<string | null>(null);
+  /** What the user is typing, per session, so a failed send or a switch loses nothing. */
+  composer = $state<Record<string, string>>({});
+  sending = $state(false);
+  /** Call ids with a decision in flight (guards double clicks). */
+  busy = $state.raw<Set<string>>(new Set());
+  ready = $state(false);
+  /** Calls the user answered with "Always allow…" (their verdict reads "approved"). */
+  alwaysIds = $state.raw<Set<string>>(new Set());
+
+  lang: Lang = $derived(resolveLang(this.langSetting, this.navLang));
+  theme: 'light' | 'dark' = $derived(
+    this.themeSetting === 'system' ? (this.systemDark ? 'dark' : 'light') : this.themeSetting,
+  );
+  pendingList: CallView[] = $derived(
+    Object.values(this.pendingCalls).sort((a, b) => a.created_at - b.created_at || (a.call_id < b.call_id ? -1 : 1)),
+  );
+  pendingCount: number = $derived(this.pendingList.length);
+  pendingBySession: Record<string, number> = $derived.by(() => {
+    const m: Record<string, number> = {};
+    for (const c of this.pendingList) m[c.session_id] = (m[c.session_id] ?? 0) + 1;
+    return m;
+  });
+
+  t = (key: Key, params?: Record<string, string | number>) => translate(this.lang, key, params);
+  pick = (text: { zh: string; en: string } | null | undefined) => pick(text, this.lang);
+
+  // ---- lookups
+  call(callId: string): CallView | undefined {
+    return this.tl?.calls[callId] ?? this.pendingCalls[callId] ?? this.knownCalls[callId];
+  }
+  sessionTitle(id: string | null | undefined): string {
+    if (!id) return '';
+    const s = this.sessions.find((x) => x.id === id);
+    return s?.title || this.t('untitled');
+  }
+
+  // ---- toasts
+  toast(kind: Toast['kind'], text: string, action?: Toast['action']) {
+    const id = ++toastSeq;
+    this.toasts = [...this.toasts, { id, kind, text, action }];
+    setTimeout(() => this.dismiss(id), kind === 'error' ? 8000 : 5000);
+  }
+  dismiss(id: number) {
+    this.toasts = this.toasts.filter((t) => t.id !== id);
+  }
+  fail(e: unknown) {
+    this.toast('error', errorMessage(e));
+  }
+
+  // ---- start
+  async init() {
+    const results = await Promise.allSettled([
+      api.appInfo().then((i) => (this.info = i)),
+      api.settings().then((s) => this.applySettingsView(s)),
+      api.account().then((a) => (this.account = a)),
+      this.refreshPending(),
+      this.refreshSessions(),
+    ]);
+    for (const r of results) if (r.status === 'rejected') this.fail(r.reason);
+    try {
+      await api.onEvent((ev) => this.onEvent(ev));
+      await api.onOpen((req) => this.onOpen(req));
+    } catch (e) {
+      this.fail(e);
+    }
+    if (!this.currentId && this.sessions.length) await this.selectSession(this.sessions[0].id);
+    this.ready = true;
+    setInterval(() => (this.now = Date.now()), 1000);
+  }
+
+  applySettingsView(s: SettingsView) {
+    this.settingsView = s;
+    this.langSetting = s.settings.language;
+    this.themeSetting = s.settings.theme;
+  }
+
+  async refreshSessions() {
+    const list = await api.listSessions();
+    this.sessions = [...list].sort((a, b) => b.updated_at - a.updated_at);
+  }
+  private sessionsTimer: ReturnType<typeof setTimeout> | null = null;
+  refreshSessionsSoon() {
+    if (this.sessionsTimer) return;
+    this.sessionsTimer = setTimeout(() => {
+      this.sessionsTimer = null;
+      this.refreshSessions().catch(() => {});
+    }, 300);
+  }
+
+  async refreshPending() {
+    const list = await api.pending();
+    const m: Record<string, CallView> = {};
+    for (const c of list) m[c.call_id] = c;
+    this.pendingCalls = m;
+  }
+
+  // ---- sessions
+  async selectSession(id: string) {
+    this.view = 'chat';
+    if (this.currentId === id && this.tl) return;
+    this.currentId = id;
+    this.tl = emptyTimeline(id);
+    try {
+      const view = await api.timeline(id);
+      if (this.currentId === id) this.tl = fromView(view);
+    } catch (e) {
+      this.fail(e);
+    }
+  }
+
+  async newSession(): Promise<string | null> {
+    try {
+      const id = await api.createSession();
+      const now = Date.now();
+      this.sessions = [{ id, title: '', created_at: now, updated_at: now, pending: 0 }, ...this.sessions.filter((s) => s.id !== id)];
+      this.currentId = id;
+      this.tl = emptyTimeline(id);
+      this.view = 'chat';
+      this.refreshSessionsSoon();
+      return id;
+    } catch (e) {
+      this.fail(e);
+      return null;
+    }
+  }
+
+  // ---- conversation
+  async send(text: string) {
+    const body = text.trim();
+    if (!body || this.sending) return;
+    let sid = this.currentId;
+    if (!sid) sid = await this.newSession();
+    if (!sid) return;
+    const localId = 'local:' + ++localSeq;
+    this.composer[sid] = '';
+    if (this.tl && this.tl.session_id === sid) this.tl = addLocalUser(this.tl, localId, body, Date.now());
+    this.sending = true;
+    try {
+      await api.sendMessage(sid, body);
+    } catch (e) {
+      if (this.tl && this.tl.session_id === sid) this.tl = removeEntry(this.tl, 'u:' + localId);
+      // Give the text back unless the user has typed something new meanwhile.
+      if (!this.composer[sid]) this.composer[sid] = text;
+      this.fail(e);
+    } finally {
+      this.sending = false;
+      this.refreshSessionsSoon();
+    }
+  }
+
+  async stop() {
+    if (!this.currentId) return;
+    try {
+      await api.cancelTurn(this.currentId);
+    } catch (e) {
+      this.fail(e);
+    }
+  }
+
+  // ---- decisions
+  private setBusy(ids: string[], on: boolean) {
+    const next = new Set(this.busy);
+    for (const id of ids) on ? next.add(id) : next.delete(id);
+    this.busy = next;
+  }
+  markAlways(id: string) {
+    this.alwaysIds = new Set([...this.alwaysIds, id]);
+  }
+  isBusy(id: string) {
+    return this.busy.has(id);
+  }
+
+  async decide(callId: string, decision: DecisionInput): Promise<boolean> {
+    if (this.busy.has(callId)) return false;
+    this.setBusy([callId], true);
+    try {
+      await api.decide(callId, decision);
+      return true;
+    } catch (e) {
+      this.fail(e);
+      if (this.alwaysIds.has(callId)) this.alwaysIds = new Set([...this.alwaysIds].filter((x) => x !== callId));
+      this.refreshPending().catch(() => {});
+      return false;
+    } finally {
+      this.setBusy([callId], false);
+    }
+  }
+
+  async decideMany(ids: string[], decision: DecisionInput): Promise<boolean> {
+    const todo = ids.filter((id) => !this.busy.has(id));
+    if (!todo.length) return false;
+    this.setBusy(todo, true);
+    try {
+      await api.decideMany(todo.map((call_id) => ({ call_id, decision })));
+      return true;
+    } catch (e) {
+      this.fail(e);
+      return false;
+    } finally {
+      this.setBusy(todo, false);
+      this.refreshPending().catch(() => {});
+    }
+  }
+
+  async settle(callId: string, settlement: SettlementInput) {
+    if (this.busy.has(callId)) return;
+    this.setBusy([callId], true);
+    try {
+      await api.settle(callId, settlement);
+    } catch (e) {
+      this.fail(e);
+    } finally {
+      this.setBusy([callId], false);
+    }
+  }
+
+  // ---- sign-in
+  async startSignIn(callId: string | null, scopes: string[], embedded: boolean) {
+    this.signInCall = callId;
+    this.signIn = { state: 'starting' };
+    try {
+      const ticket = await api.signIn(scopes, embedded);
+      // An event may have moved it on already.
+      if (this.signIn.state === 'starting') this.signIn = { state: 'waiting', url: ticket.url };
+    } catch (e) {
+      this.signIn = { state: 'failed', message: errorMessage(e) };
+      this.fail(e);
+    }
+  }
+  async openInBrowser(callId: string | null, scopes: string[]) {
+    if (this.signIn.state === 'waiting') {
+      try {
+        await api.openSignInInBrowser();
+      } catch (e) {
+        this.fail(e);
+      }
+    } else {
+      await this.startSignIn(callId, scopes, false);
+    }
+  }
+  async cancelSignIn() {
+    try {
+      await api.cancelSignIn();
+      this.signIn = { state: 'idle' };
+    } catch (e) {
+      this.fail(e);
+    }
+  }
+  async declineSignIn(callId: string) {
+    if (this.busy.has(callId)) return;
+    this.setBusy([callId], true);
+    try {
+      await api.declineSignIn(callId);
+      if (this.signInCall === callId) this.signIn = { state: 'idle' };
+    } catch (e) {
+      this.fail(e);
+    } finally {
+      this.setBusy([callId], false);
+    }
+  }
+  async signOut() {
+    try {
+      await api.signOut();
+      this.account = null;
+      this.signIn = { state: 'idle' };
+    } catch (e) {
+      this.fail(e);
+    }
+  }
+
+  // ---- events
+  onEvent(ev: UiEventView) {
+    if (this.tl) this.tl = applyEvent(this.tl, ev);
+    switch (ev.type) {
+      case 'call': {
+        const c = ev.call;
+        const wasPending = c.call_id in this.pendingCalls;
+        if (c.pending) this.pendingCalls = { ...this.pendingCalls, [c.call_id]: c };
+        else if (wasPending) {
+          const { [c.call_id]: _gone, ...rest } = this.pendingCalls;
+          this.pendingCalls = rest;
+        }
+        if (!this.tl || this.tl.session_id !== c.session_id) this.knownCalls = { ...this.knownCalls, [c.call_id]: c };
+        if (wasPending !== c.pending) this.refreshSessionsSoon();
+        break;
+      }
+      case 'turn':
+        if (ev.status !== 'running') this.refreshSessionsSoon();
+        break;
+      case 'items':
+        this.refreshSessionsSoon();
+        break;
+      case 'sign_in':
+        this.signIn = ev.status;
+        if (ev.status.state === 'signed_in') {
+          api.account().then((a) => (this.account = a)).catch(() => {});
+        }
+        break;
+    }
+  }
+
+  async onOpen(req: OpenRequest) {
+    await this.selectSession(req.session_id);
+    if (req.call_id) {
+      this.highlight = req.call_id;
+      setTimeout(() => {
+        if (this.highlight === req.call_id) this.highlight = null;
+      }, 4000);
+    }
+  }
+
+  openCall(callId: string, edit = false) {
+    this.drawer = { kind: 'call', callId, edit };
+  }
+  closeDrawer() {
+    this.drawer = null;
+  }
+}
+
+export const store = new Store();
+export { pick };
