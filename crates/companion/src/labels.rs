@@ -3,6 +3,34 @@
 
 use crate::view::{ScopeView, Text};
 
+/// Every user scope to enable for a self-built Feishu app, in the order the README's table and
+/// the settings page list them: staying signed in, calendar, chats, docs, tasks, people.
+pub const APP_SCOPES: &[&str] = &[
+    "offline_access",
+    "calendar:calendar:readonly",
+    "calendar:calendar.free_busy:read",
+    "calendar:calendar.event:create",
+    "calendar:calendar.event:update",
+    "calendar:calendar.event:delete",
+    "im:chat:readonly",
+    "im:message:readonly",
+    "im:message.group_msg:get_as_user",
+    "im:message.p2p_msg:get_as_user",
+    "im:message",
+    "im:message.send_as_user",
+    "search:docs:read",
+    "docs:document.content:read",
+    "docx:document:readonly",
+    "docx:document:create",
+    "docx:document:write_only",
+    "docx:document.block:convert",
+    "drive:drive:readonly",
+    "task:task:read",
+    "task:task:write",
+    "contact:user:search",
+    "contact:contact.base:readonly",
+];
+
 /// The tool in words ("Create a calendar event").
 pub fn tool_title(tool: &str) -> Text {
     let (zh, en) = match tool {
@@ -93,6 +121,14 @@ mod tests {
             assert_ne!(view.label.en, *s, "no words for {s}");
             assert_ne!(view.label.zh, *s, "no words for {s}");
         }
+    }
+
+    #[test]
+    fn the_app_asks_for_every_scope_the_tools_prefer() {
+        for s in emulator::feishu::api::scopes::PREFERRED_SCOPES {
+            assert!(APP_SCOPES.contains(s), "{s} missing from APP_SCOPES");
+        }
+        assert!(APP_SCOPES.contains(&crate::core::PEOPLE_NAMES_SCOPE));
     }
 
     #[test]

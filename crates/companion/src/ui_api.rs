@@ -261,6 +261,10 @@ impl Companion {
             app_secret_set: secrets.iter().any(|s| s == crate::core::APP_SECRET),
             settings,
             presets,
+            app_scopes: crate::labels::APP_SCOPES
+                .iter()
+                .map(|s| crate::labels::scope(s))
+                .collect(),
             system_time_zone: jiff::tz::TimeZone::system()
                 .iana_name()
                 .unwrap_or("UTC")

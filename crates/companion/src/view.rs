@@ -525,6 +525,8 @@ pub struct SettingsView {
     pub app_secret_set: bool,
     /// The system's time zone, shown when the setting is empty.
     pub system_time_zone: String,
+    /// The user scopes to enable for a self-built Feishu app, in plain words.
+    pub app_scopes: Vec<ScopeView>,
 }
 
 /// The answer to saving settings.
