@@ -1,0 +1,380 @@
+// A fake Tauri backend, injected before the app loads (page.addInitScript). It implements the
+// IPC surface @tauri-apps/api v2 calls (window.__TAURI_INTERNALS__) and a small state machine of
+// the companion commands. Tests read window.__fake.log and drive window.__fake.emit(...).
+(() => {
+  const opts = Object.assign({ demo: true, pending: 0, signedIn: false, sessions: 1, chunkDelay: 15 }, window.__FAKE_OPTS__ || {});
+  const now = () => Date.now();
+  const HOUR = 3600e3;
+  const callbacks = new Map();
+  const listeners = new Map(); // event name -> [{eventId, handlerId}]
+  let cbSeq = 1;
+  let evSeq = 1;
+  let seq = 1;
+  const log = [];
+
+  const text = (zh, en) => ({ zh, en });
+  const sessions = [];
+  const timelines = {}; // session id -> items
+  const calls = {}; // call id -> CallView
+  let account = opts.signedIn
+    ? { name: '张三', open_id: 'ou_fake_1', scopes: [{ scope: 'offline_access', label: text('保持登录状态', 'Stay signed in') }], expires_at: now() + 2 * HOUR, refresh_expires_at: now() + 30 * 24 * HOUR }
+    : null;
+  let settings = {
+    language: opts.language || 'system',
+    theme: opts.theme || 'system',
+    model: { preset: 'deepseek', base_url: null, model: null },
+    feishu: { brand: 'feishu', app_id: 'cli_demo', redirect_port: 53682 },
+    approval_expiry_minutes: 1440,
+    time_zone: '',
+  };
+  let secretSet = false;
+  const keys = { deepseek: false, openai: true };
+  const rules = [
+    { id: 'r1', tool: 'send_message', title: text('发送消息', 'Send a message'), effect: 'always_allow', constraints: { chat_id: 'oc_team' }, expires_at: null, created_at: now() - 5 * HOUR, revoked_at: null },
+  ];
+  const audit = [];
+  let signIn = null;
+
+  function addSession(title, pendingN) {
+    const id = 's' + (sessions.length + 1);
+    sessions.push({ id, title, created_at: now() - (sessions.length + 1) * HOUR, updated_at: now() - sessions.length * 600e3, pending: pendingN || 0 });
+    timelines[id] = [];
+    return id;
+  }
+  for (let i = 0; i < opts.sessions; i++) addSession(i === 0 ? '' : ['本周周报', '安排下周一例会', 'Q3 roadmap review'][(i - 1) % 3], 0);
+
+  function call(over) {
+    const id = over.call_id || 'c' + seq++;
+    const c = Object.assign(
+      {
+        call_id: id,
+        session_id: 's1',
+        invocation_id: 'inv' + seq,
+        tool: 'send_message',
+        title: text('发送消息', 'Send a message'),
+        args: { chat_id: 'oc_product', text: '大家好，明天下午 3 点产品评审会，请准时参加。' },
+        original_args: null,
+        status: 'awaiting_approval',
+        pending: true,
+        requires_approval: true,
+        preview: {
+          summary: text('以你的身份向「产品周会」发送消息', 'Send a message to 产品周会 as you'),
+          risk: 'normal',
+          fields: [
+            { label: text('会话', 'Chat'), value: '产品周会（12 人）' },
+            { label: text('内容', 'Message'), value: '大家好，明天下午 3 点产品评审会，请准时参加。' },
+          ],
+          changes: [],
+        },
+        scopes: [],
+        authorize_url: null,
+        verdict: null,
+        decided_by: null,
+        reason: null,
+        outcome: null,
+        created_at: now(),
+        expires_at: now() + 24 * HOUR,
+        updated_at: now(),
+      },
+      over,
+    );
+    calls[id] = c;
+    return c;
+  }
+
+  // Seed pending approvals across sessions for the inbox.
+  if (opts.pending > 0) {
+    const s2 = sessions[1] ? sessions[1].id : addSession('本周周报', 0);
+    const s3 = sessions[2] ? sessions[2].id : addSession('安排下周一例会', 0);
+    const sids = ['s1', s2, s3];
+    for (let i = 0; i < opts.pending; i++) {
+      const sid = sids[i % 3];
+      const ev = i % 4 === 1;
+      const c = call({
+        call_id: 'p' + i,
+        session_id: sid,
+        tool: ev ? 'create_calendar_event' : 'send_message',
+        title: ev ? text('创建日程', 'Create a calendar event') : text('发送消息', 'Send a message'),
+        args: ev ? { calendar_id: 'cal_primary', summary: '评审 #' + i, start: '2025-06-03T15:00' } : { chat_id: 'oc_' + (i % 7), text: '消息 #' + i },
+        preview: {
+          summary: ev ? text(`创建日程「评审 #${i}」`, `Create the event “Review #${i}”`) : text(`向「群 ${i % 7}」发送消息 #${i}`, `Send message #${i} to group ${i % 7}`),
+          risk: i % 10 === 3 ? 'high' : 'normal',
+          fields: [{ label: text('内容', 'Message'), value: '消息 #' + i }],
+          changes: [],
+        },
+        created_at: now() - (opts.pending - i) * 60e3,
+        expires_at: now() + 24 * HOUR - (opts.pending - i) * 60e3,
+      });
+      timelines[sid].push({ kind: 'tool', call_id: c.call_id, at: c.created_at, tool: c.tool, title: c.title, args: c.args, result: null });
+    }
+  }
+
+  if (opts.longTimeline) {
+    const tl = timelines['s1'];
+    sessions[0].title = '很长的对话';
+    for (let i = 0; i < opts.longTimeline; i++) {
+      tl.push(i % 2 ? { kind: 'assistant', id: 'L' + i, at: now() - (opts.longTimeline - i) * 1000, author: 'companion', text: '消息 #' + i } : { kind: 'user', id: 'L' + i, at: now() - (opts.longTimeline - i) * 1000, text: '消息 #' + i });
+    }
+  }
+
+  for (let i = 0; i < 60; i++) {
+    const kinds = ['approval.requested', 'approval.approved', 'approval.rejected', 'call.dispatched', 'call.completed', 'rule.created', 'auth.signed_in'];
+    const k = kinds[i % kinds.length];
+    audit.push({ at: now() - i * 37 * 60e3, session_id: 's1', call_id: 'c' + i, tool: k.startsWith('auth') ? null : 'send_message', kind: k, actor: k.startsWith('approval.a') ? 'user' : 'engine', detail: { n: i, reason: k.endsWith('rejected') ? '改到周五' : undefined } });
+  }
+
+  // ---- events
+  function emit(event, payload) {
+    for (const l of listeners.get(event) || []) {
+      const cb = callbacks.get(l.handlerId);
+      if (cb) cb({ event, id: l.eventId, payload });
+    }
+  }
+  const ui = (payload) => emit('companion://event', payload);
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  function pushItems(sid, inv, items) {
+    for (const it of items) {
+      const tl = timelines[sid];
+      if (it.kind === 'tool' && it.result) {
+        const prev = tl.find((x) => x.kind === 'tool' && x.call_id === it.call_id);
+        if (prev) {
+          prev.result = it.result;
+          continue;
+        }
+      }
+      tl.push(it);
+    }
+    ui({ type: 'items', session_id: sid, invocation_id: inv, items });
+  }
+  function updateCall(c, over) {
+    Object.assign(c, over, { updated_at: now() });
+    ui({ type: 'call', call: JSON.parse(JSON.stringify(c)) });
+  }
+  let running = {};
+  function turn(sid, inv, status) {
+    running[sid] = status === 'running';
+    ui({ type: 'turn', session_id: sid, invocation_id: inv, status });
+  }
+  async function stream(sid, inv, chunks) {
+    for (const ch of chunks) {
+      ui({ type: 'text', session_id: sid, invocation_id: inv, text: ch });
+      await sleep(opts.chunkDelay);
+    }
+  }
+
+  async function sendMessage({ sessionId, text: body }) {
+    if (opts.failSend) throw opts.failSend;
+    const sid = sessionId;
+    const inv = 'inv' + seq++;
+    const s = sessions.find((x) => x.id === sid);
+    if (s && !s.title) s.title = body.slice(0, 20);
+    if (s) s.updated_at = now();
+    pushItems(sid, inv, [{ kind: 'user', id: 'e' + seq++, at: now(), text: body }]);
+    turn(sid, inv, 'running');
+    if (/markdown|xss/i.test(body)) {
+      const md = '**Bold** and a [bad link](javascript:alert(1)) <img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</script> <a href="https://open.feishu.cn" target="_blank">docs</a>';
+      await stream(sid, inv, ['Here ', 'it is: ']);
+      pushItems(sid, inv, [{ kind: 'assistant', id: 'e' + seq++, at: now(), author: 'companion', text: md }]);
+      turn(sid, inv, 'completed');
+      return { invocation_id: inv, status: 'completed' };
+    }
+    if (/待办|task|auth|授权/i.test(body)) {
+      await stream(sid, inv, ['我需要', '先获得读取待办的权限。']);
+      const c = call({
+        session_id: sid,
+        invocation_id: inv,
+        tool: 'list_tasks',
+        title: text('查看待办', 'Read your tasks'),
+        args: { completed: false },
+        status: 'awaiting_auth',
+        requires_approval: false,
+        preview: null,
+        expires_at: null,
+        scopes: [
+          { scope: 'task:task:read', label: text('查看你的待办', 'See your tasks') },
+          { scope: 'offline_access', label: text('保持登录状态', 'Stay signed in') },
+        ],
+        authorize_url: 'http://127.0.0.1:53682/fallback-authorize',
+      });
+      pushItems(sid, inv, [
+        { kind: 'assistant', id: 'e' + seq++, at: now(), author: 'companion', text: '我需要先获得读取待办的权限。' },
+        { kind: 'tool', call_id: c.call_id, at: now(), tool: c.tool, title: c.title, args: c.args, result: null },
+      ]);
+      updateCall(c, {});
+      turn(sid, inv, 'suspended');
+      return { invocation_id: inv, status: 'suspended' };
+    }
+    await stream(sid, inv, ['好的，', '我来', '帮你通知大家。']);
+    const c = call({ session_id: sid, invocation_id: inv });
+    pushItems(sid, inv, [
+      { kind: 'assistant', id: 'e' + seq++, at: now(), author: 'companion', text: '好的，我来帮你通知大家。' },
+      { kind: 'tool', call_id: c.call_id, at: now(), tool: c.tool, title: c.title, args: c.args, result: null },
+    ]);
+    updateCall(c, {});
+    turn(sid, inv, 'suspended');
+    return { invocation_id: inv, status: 'suspended' };
+  }
+
+  async function finish(c, decision) {
+    const sid = c.session_id;
+    const inv = c.invocation_id;
+    if (decision.kind === 'reject') {
+      updateCall(c, { status: 'done', pending: false, verdict: 'rejected', decided_by: 'user', reason: decision.reason, outcome: 'cancelled' });
+      turn(sid, inv, 'running');
+      pushItems(sid, inv, [
+        { kind: 'tool', call_id: c.call_id, at: now(), tool: c.tool, title: c.title, args: {}, result: { is_error: true, text: 'rejected by the user' } },
+        { kind: 'assistant', id: 'e' + seq++, at: now(), author: 'companion', text: '好的，我不发送这条消息了。' },
+      ]);
+    } else {
+      const edited = decision.kind === 'approve_edited';
+      updateCall(c, { status: 'dispatching', pending: false, verdict: edited ? 'approved_edited' : 'approved', decided_by: 'user', original_args: edited ? c.args : null, args: edited ? decision.args : c.args });
+      turn(sid, inv, 'running');
+      await sleep(20);
+      updateCall(c, { status: 'done', outcome: 'completed' });
+      pushItems(sid, inv, [
+        { kind: 'tool', call_id: c.call_id, at: now(), tool: c.tool, title: c.title, args: {}, result: { is_error: false, text: '{"message_id":"om_1"}' } },
+        { kind: 'assistant', id: 'e' + seq++, at: now(), author: 'companion', text: '消息已发送到「产品周会」。' },
+      ]);
+    }
+    turn(sid, inv, 'completed');
+    return { invocation_id: inv, status: 'completed' };
+  }
+
+  function pendingList() {
+    return Object.values(calls).filter((c) => c.pending).map((c) => JSON.parse(JSON.stringify(c)));
+  }
+
+  const presets = () => [
+    { id: 'deepseek', name: text('DeepSeek', 'DeepSeek'), kind: 'openai_compatible', base_url: 'https://api.deepseek.com', default_model: 'deepseek-chat', takes_key: true, key_set: keys.deepseek },
+    { id: 'openai', name: text('OpenAI', 'OpenAI'), kind: 'openai_compatible', base_url: 'https://api.openai.com/v1', default_model: 'gpt-4o-mini', takes_key: true, key_set: keys.openai },
+    { id: 'ollama', name: text('Ollama（本机）', 'Ollama (local)'), kind: 'openai_compatible', base_url: 'http://127.0.0.1:11434/v1', default_model: 'qwen2.5', takes_key: false, key_set: false },
+    { id: 'custom', name: text('自定义', 'Custom'), kind: 'openai_compatible', base_url: '', default_model: '', takes_key: true, key_set: false },
+  ];
+
+  const commands = {
+    app_info: () => ({ version: '0.1.0', demo: opts.demo, model: opts.demo ? 'Demo · scripted' : 'DeepSeek · deepseek-chat', brand: 'feishu', key_source: 'keychain', key_notice: null, data_dir: '/home/u/.local/share/feishu-companion', redirect_url: 'http://127.0.0.1:53682/callback' }),
+    list_sessions: () => sessions.map((s) => ({ ...s, pending: Object.values(calls).filter((c) => c.pending && c.session_id === s.id).length })),
+    create_session: () => addSession('', 0),
+    timeline: ({ sessionId }) => ({ session_id: sessionId, items: JSON.parse(JSON.stringify(timelines[sessionId] || [])), calls: Object.values(calls).filter((c) => c.session_id === sessionId), running: !!running[sessionId] }),
+    send_message: sendMessage,
+    cancel_turn: () => true,
+    decide: ({ callId, decision }) => {
+      const c = calls[callId];
+      if (!c || !c.pending) throw 'This approval was already decided.';
+      return finish(c, decision);
+    },
+    decide_many: async ({ decisions }) => {
+      const out = [];
+      for (const d of decisions) {
+        const c = calls[d.call_id];
+        if (!c || !c.pending) continue;
+        updateCall(c, { status: 'done', pending: false, verdict: d.decision.kind === 'reject' ? 'rejected' : 'approved', decided_by: 'user', outcome: d.decision.kind === 'reject' ? 'cancelled' : 'completed' });
+        out.push({ invocation_id: c.invocation_id, status: 'completed' });
+      }
+      return out;
+    },
+    settle: ({ callId }) => ({ invocation_id: calls[callId].invocation_id, status: 'completed' }),
+    pending: pendingList,
+    rules: () => rules,
+    revoke_rule: ({ ruleId }) => {
+      const r = rules.find((x) => x.id === ruleId);
+      r.revoked_at = now();
+      return r;
+    },
+    audit: ({ query }) => audit.filter((a) => (!query.kind_prefix || a.kind.startsWith(query.kind_prefix)) && (!query.since || a.at >= query.since) && (!query.tool || a.tool === query.tool)),
+    export_audit: ({ format }) => '/home/u/Downloads/feishu-companion-audit.' + format,
+    reveal_path: () => null,
+    account: () => account,
+    sign_out: () => ((account = null), null),
+    sign_in: ({ scopes, embedded }) => {
+      const url = 'https://accounts.feishu.cn/open-apis/authen/v1/authorize?client_id=cli_demo&state=st' + seq++ + '&scope=' + encodeURIComponent(scopes.join(' '));
+      signIn = { url, scopes, embedded };
+      setTimeout(() => ui({ type: 'sign_in', status: { state: 'waiting', url } }), 5);
+      return { url, redirect_uri: 'http://127.0.0.1:53682/callback' };
+    },
+    open_sign_in_in_browser: () => null,
+    cancel_sign_in: () => ((signIn = null), null),
+    decline_sign_in: ({ callId }) => {
+      const c = calls[callId];
+      updateCall(c, { status: 'done', pending: false, outcome: 'needs_user_auth' });
+      return { invocation_id: c.invocation_id, status: 'completed' };
+    },
+    settings: () => ({ settings: JSON.parse(JSON.stringify(settings)), redirect_url: `http://127.0.0.1:${settings.feishu.redirect_port}/callback`, presets: presets(), app_secret_set: secretSet, system_time_zone: 'Asia/Shanghai' }),
+    save_settings: ({ settings: s }) => {
+      if (s.feishu.redirect_port < 1024) throw `redirect port ${s.feishu.redirect_port} is reserved; choose one between 1024 and 65535`;
+      const restart = JSON.stringify(s.model) !== JSON.stringify(settings.model) || JSON.stringify(s.feishu) !== JSON.stringify(settings.feishu);
+      settings = JSON.parse(JSON.stringify(s));
+      return { restart_needed: restart };
+    },
+    set_app_secret: () => ((secretSet = true), null),
+    set_model_key: ({ preset }) => ((keys[preset] = true), null),
+    'plugin:event|listen': ({ event, handler }) => {
+      const eventId = evSeq++;
+      if (!listeners.has(event)) listeners.set(event, []);
+      listeners.get(event).push({ eventId, handlerId: handler });
+      return eventId;
+    },
+    'plugin:event|unlisten': ({ event, eventId }) => {
+      listeners.set(event, (listeners.get(event) || []).filter((l) => l.eventId !== eventId));
+      return null;
+    },
+  };
+
+  window.__TAURI_INTERNALS__ = {
+    invoke(cmd, args, _options) {
+      log.push({ cmd, args: args === undefined ? {} : JSON.parse(JSON.stringify(args)) });
+      const f = commands[cmd];
+      if (!f) return Promise.reject('unknown command ' + cmd);
+      return new Promise((resolve, reject) => {
+        setTimeout(() => {
+          Promise.resolve()
+            .then(() => f(args || {}))
+            .then(resolve, reject);
+        }, opts.latency || 0);
+      });
+    },
+    transformCallback(cb, once) {
+      const id = cbSeq++;
+      callbacks.set(id, (payload) => {
+        if (once) callbacks.delete(id);
+        return cb && cb(payload);
+      });
+      return id;
+    },
+    unregisterCallback(id) {
+      callbacks.delete(id);
+    },
+    convertFileSrc(path, protocol = 'asset') {
+      return `${protocol}://localhost/${encodeURIComponent(path)}`;
+    },
+    metadata: { currentWindow: { label: 'main' }, currentWebview: { windowLabel: 'main', label: 'main' } },
+  };
+  window.__TAURI_EVENT_PLUGIN_INTERNALS__ = { unregisterListener() {} };
+
+  window.__fake = {
+    log,
+    calls,
+    sessions,
+    opts,
+    emit: ui,
+    emitOpen: (p) => emit('companion://open', p),
+    commandsCalled: (name) => log.filter((l) => l.cmd === name),
+    /** The user finished signing in on Feishu's page: the held call resumes. */
+    async completeSignIn() {
+      account = { name: '张三', open_id: 'ou_fake_1', scopes: [{ scope: 'task:task:read', label: text('查看你的待办', 'See your tasks') }], expires_at: now() + 2 * HOUR, refresh_expires_at: null };
+      ui({ type: 'sign_in', status: { state: 'signed_in', name: '张三', scopes: account.scopes } });
+      await sleep(50);
+      const c = Object.values(calls).find((x) => x.status === 'awaiting_auth');
+      if (!c) return;
+      updateCall(c, { status: 'dispatching', pending: false });
+      turn(c.session_id, c.invocation_id, 'running');
+      await sleep(20);
+      updateCall(c, { status: 'done', outcome: 'completed' });
+      pushItems(c.session_id, c.invocation_id, [
+        { kind: 'tool', call_id: c.call_id, at: now(), tool: c.tool, title: c.title, args: {}, result: { is_error: false, text: '[{"summary":"提交周报"}]' } },
+        { kind: 'assistant', id: 'e' + seq++, at: now(), author: 'companion', text: '你有 1 个未完成的待办：**提交周报**。' },
+      ]);
+      turn(c.session_id, c.invocation_id, 'completed');
+    },
+  };
+})();
