@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import { formatAge, formatCountdown, formatDuration } from './format';
+
+const M = 60_000;
+const H = 60 * M;
+describe('countdown formatting', () => {
+  it('shows hours and minutes', () => {
+    expect(formatCountdown(1000 + 23 * H + 59 * M, 1000, 'zh')).toBe('23 小时 59 分后过期');
+    expect(formatCountdown(1000 + 23 * H + 59 * M, 1000, 'en')).toBe('expires in 23h 59m');
+  });
+  it('rounds partial minutes up', () => {
+    expect(formatCountdown(23 * H + 58 * M + 30_000, 0, 'en')).toBe('expires in 23h 59m');
+  });
+  it('shows days, minutes and seconds', () => {
+    expect(formatDuration(2 * 24 * H + 3 * H, 'en')).toBe('2d 3h');
+    expect(formatDuration(5 * M, 'zh')).toBe('5 分钟');
+    expect(formatDuration(42_000, 'en')).toBe('42s');
+    expect(formatDuration(H, 'en')).toBe('1h');
+  });
+  it('says expired once past', () => {
+    expect(formatCountdown(1000, 1000, 'en')).toBe('expired');
+    expect(formatCountdown(0, 1000, 'zh')).toBe('已过期');
+  });
+  it('formats ages', () => {
+    expect(formatAge(0, 30_000, 'en')).toBe('just now');
+    expect(formatAge(0, 5 * M, 'zh')).toBe('5 分钟前');
+    expect(formatAge(0, 3 * H, 'en')).toBe('3h ago');
+  });
+});
