@@ -252,6 +252,8 @@
   ];
 
   const commands = {
+    startup_error: () => opts.startupError || null,
+    ui_ready: () => 321,
     app_info: () => ({ version: '0.1.0', demo: opts.demo, model: opts.demo ? 'Demo · scripted' : 'DeepSeek · deepseek-chat', brand: 'feishu', key_source: 'keychain', key_notice: null, data_dir: '/home/u/.local/share/feishu-companion', redirect_url: 'http://127.0.0.1:53682/callback' }),
     list_sessions: () => sessions.map((s) => ({ ...s, pending: Object.values(calls).filter((c) => c.pending && c.session_id === s.id).length })),
     create_session: () => addSession('', 0),
@@ -299,7 +301,7 @@
       updateCall(c, { status: 'done', pending: false, outcome: 'needs_user_auth' });
       return { invocation_id: c.invocation_id, status: 'completed' };
     },
-    settings: () => ({ settings: JSON.parse(JSON.stringify(settings)), redirect_url: `http://127.0.0.1:${settings.feishu.redirect_port}/callback`, presets: presets(), app_secret_set: secretSet, system_time_zone: 'Asia/Shanghai' }),
+    settings: () => ({ settings: JSON.parse(JSON.stringify(settings)), redirect_url: `http://127.0.0.1:${settings.feishu.redirect_port}/callback`, presets: presets(), app_secret_set: secretSet, system_time_zone: 'Asia/Shanghai', app_scopes: [{ scope: 'calendar:calendar.event:read', label: text('查看日程详情', 'See your calendar events') }, { scope: 'task:task:read', label: text('查看你的待办', 'See your tasks') }] }),
     save_settings: ({ settings: s }) => {
       if (s.feishu.redirect_port < 1024) throw `redirect port ${s.feishu.redirect_port} is reserved; choose one between 1024 and 65535`;
       const restart = JSON.stringify(s.model) !== JSON.stringify(settings.model) || JSON.stringify(s.feishu) !== JSON.stringify(settings.feishu);
@@ -329,7 +331,8 @@
         setTimeout(() => {
           Promise.resolve()
             .then(() => f(args || {}))
-            .then(resolve, reject);
+            // Results cross IPC as JSON: never hand the app the fake's own objects.
+            .then((r) => resolve(r === undefined ? null : JSON.parse(JSON.stringify(r))), reject);
         }, opts.latency || 0);
       });
     },

@@ -38,6 +38,10 @@ export function errorMessage(e: unknown): string {
 
 export const api = {
   appInfo: () => invoke<AppInfo>('app_info'),
+  /** Why the core could not open, or null once it is open. */
+  startupError: () => invoke<string | null>('startup_error'),
+  /** Tells the shell the first frame is painted. */
+  uiReady: () => invoke<number>('ui_ready'),
   listSessions: () => invoke<SessionView[]>('list_sessions'),
   createSession: () => invoke<string>('create_session'),
   timeline: (sessionId: string) => invoke<TimelineView>('timeline', { sessionId }),

@@ -231,6 +231,10 @@ export const en = {
   key_tasklist: 'task list',
   key_document: 'document',
   key_folder: 'folder',
+  startup_failed: 'Feishu Companion could not start',
+  startup_hint: 'Fix what the message says (or move the data folder aside), then start the app again.',
+  app_scopes: 'Permissions to enable',
+  app_scopes_hint: 'In the developer console, under Permissions & Scopes, enable these user permissions for your app.',
 } as const;
 
 export type Key = keyof typeof en;
@@ -452,6 +456,10 @@ export const zh: Record<Key, string> = {
   key_tasklist: '任务清单',
   key_document: '文档',
   key_folder: '文件夹',
+  startup_failed: '飞书助手无法启动',
+  startup_hint: '请按提示处理（或将数据文件夹移到别处），然后重新启动应用。',
+  app_scopes: '需要开通的权限',
+  app_scopes_hint: '在飞书开发者后台「权限管理」中，为应用开通以下用户权限。',
 };
 
 export const strings: Record<Lang, Record<Key, string>> = { en, zh };

@@ -54,6 +54,8 @@ class Store {
   /** Call ids with a decision in flight (guards double clicks). */
   busy = $state.raw<Set<string>>(new Set());
   ready = $state(false);
+  /** Why the core could not open (shown instead of the app). */
+  startupError = $state<string | null>(null);
   /** Calls the user answered with "Always allow…" (their verdict reads "approved"). */
   alwaysIds = $state.raw<Set<string>>(new Set());
 
@@ -99,6 +101,16 @@ class Store {
 
   // ---- start
   async init() {
+    try {
+      const err = await api.startupError();
+      if (err) {
+        this.startupError = err;
+        this.ready = true;
+        return;
+      }
+    } catch {
+      // An older shell without the command: carry on.
+    }
     const results = await Promise.allSettled([
       api.appInfo().then((i) => (this.info = i)),
       api.settings().then((s) => this.applySettingsView(s)),
