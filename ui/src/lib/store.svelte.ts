@@ -344,6 +344,13 @@ class Store {
         }
         if (!this.tl || this.tl.session_id !== c.session_id) this.knownCalls = { ...this.knownCalls, [c.call_id]: c };
         if (wasPending !== c.pending) this.refreshSessionsSoon();
+        // A new permission request starts from a clean sign-in state (not another card's result).
+        if (c.status === 'awaiting_auth' && !wasPending && c.call_id !== this.signInCall) {
+          if (this.signIn.state !== 'waiting' && this.signIn.state !== 'starting') {
+            this.signIn = { state: 'idle' };
+            this.signInCall = null;
+          }
+        }
         break;
       }
       case 'turn':

@@ -26,8 +26,21 @@ export function fromView(view: TimelineView): TimelineState {
   const calls: Record<string, CallView> = {};
   for (const c of view.calls) calls[c.call_id] = c;
   // The backend merges results already; merge again in case, and give each call an entry.
-  let state: TimelineState = { session_id: view.session_id, items: [], calls, running: view.running, invocation_id: null };
-  state = { ...state, items: mergeItems([], view.items) };
+  // One pass with an index by key: a long conversation (10,000 entries) loads in linear time.
+  const items: Entry[] = [];
+  const at = new Map<string, number>();
+  for (const item of view.items) {
+    const key = entryKey(item);
+    const i = item.kind === 'tool' && item.call_id === '' ? undefined : at.get(key);
+    if (i === undefined) {
+      at.set(key, items.length);
+      items.push(item);
+    } else {
+      const prev = items[i];
+      items[i] = prev.kind === 'tool' && item.kind === 'tool' ? mergeTool(prev, item) : item;
+    }
+  }
+  const state: TimelineState = { session_id: view.session_id, items, calls, running: view.running, invocation_id: null };
   return ensureCallEntries(state, view.calls);
 }
 
@@ -51,6 +64,21 @@ function sameEntry(a: Entry, b: Entry): boolean {
   return false;
 }
 
+type ToolEntry = Extract<TimelineItem, { kind: 'tool' }>;
+
+/** A tool entry and a later one of the same call: a response carries no args, so keep the call's. */
+function mergeTool(prev: ToolEntry, item: ToolEntry): ToolEntry {
+  return {
+    ...prev,
+    ...item,
+    args: Object.keys(item.args).length ? item.args : prev.args,
+    result: item.result ?? prev.result,
+    title: item.title ?? prev.title,
+    tool: item.tool || prev.tool,
+    at: prev.at,
+  };
+}
+
 /** Adds stored entries: a tool result merges into its call's entry, a known entry is replaced. */
 export function mergeItems(items: Entry[], incoming: TimelineItem[], at?: number): Entry[] {
   const out = items.slice();
@@ -60,16 +88,7 @@ export function mergeItems(items: Entry[], incoming: TimelineItem[], at?: number
     if (idx >= 0) {
       const prev = out[idx];
       if (item.kind === 'tool' && prev.kind === 'tool') {
-        out[idx] = {
-          ...prev,
-          ...item,
-          // A response carries no args: keep the call's. A call after its response keeps the result.
-          args: Object.keys(item.args).length ? item.args : prev.args,
-          result: item.result ?? prev.result,
-          title: item.title ?? prev.title,
-          tool: item.tool || prev.tool,
-          at: prev.at,
-        };
+        out[idx] = mergeTool(prev, item);
       } else {
         out[idx] = item;
       }
