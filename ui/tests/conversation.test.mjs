@@ -175,3 +175,19 @@ test('a notification click selects the session and highlights the card', async (
   await page.locator('[data-testid="approval-card"][data-call-id="p4"]').waitFor();
   assert.equal(await page.locator('[data-testid="session-row"][data-session-id="s2"][aria-current="true"]').count(), 1);
 });
+
+test('a pending card scrolled out of view gets a marker that jumps to it', async () => {
+  const page = await openApp(browser, srv.url, { opts: { longTimeline: 400, pending: 0 } });
+  await page.getByTestId('timeline').waitFor();
+  // A call waits (at the end) while the user reads the middle of a long conversation.
+  await page.evaluate(() => {
+    const f = window.__fake;
+    f.emit({ type: 'call', call: { call_id: 'old', session_id: 's1', invocation_id: 'i0', tool: 'send_message', title: { zh: '发送消息', en: 'Send a message' }, args: {}, original_args: null, status: 'awaiting_approval', pending: true, requires_approval: true, preview: null, scopes: [], authorize_url: null, verdict: null, decided_by: null, reason: null, outcome: null, created_at: 1, expires_at: null, updated_at: 1 } });
+  });
+  await page.getByTestId('timeline').evaluate((el) => (el.scrollTop = 0));
+  await page.getByTestId('timeline').evaluate((el) => (el.scrollTop = el.scrollHeight / 2));
+  await page.getByTestId('jump-pending').waitFor();
+  await page.getByTestId('jump-pending').click();
+  await page.locator('[data-testid="approval-card"][data-call-id="old"]').waitFor();
+  await page.waitForFunction(() => !document.querySelector('[data-testid="jump-pending"]'));
+});
