@@ -1,0 +1,32 @@
+// Every command the shell registers, in one list shared by build.rs (each gets an explicit
+// `allow-<name>` permission, so none is callable without a capability granting it), the invoke
+// handler, and the tests that prove which windows may call them.
+pub const COMMANDS: &[&str] = &[
+    "app_info",
+    "startup_error",
+    "ui_ready",
+    "list_sessions",
+    "create_session",
+    "timeline",
+    "send_message",
+    "cancel_turn",
+    "decide",
+    "decide_many",
+    "settle",
+    "pending",
+    "rules",
+    "revoke_rule",
+    "audit",
+    "export_audit",
+    "reveal_path",
+    "account",
+    "sign_out",
+    "sign_in",
+    "open_sign_in_in_browser",
+    "cancel_sign_in",
+    "decline_sign_in",
+    "settings",
+    "save_settings",
+    "set_app_secret",
+    "set_model_key",
+];

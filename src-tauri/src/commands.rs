@@ -1,0 +1,290 @@
+//! The commands the UI invokes: each is one call to the application core, answering its value
+//! or the error's user-facing text. JavaScript passes arguments in camelCase (`sessionId`).
+//!
+//! All are async, so none runs on the main thread (Tauri runs synchronous commands there,
+//! where a slow one would freeze every window); the core's synchronous functions, which read
+//! SQLite, run on the blocking pool.
+
+use std::path::PathBuf;
+
+use companion::Settings;
+use companion::view::{
+    AccountView, AppInfo, AuditQuery, AuditView, BatchDecision, CallView, DecisionInput,
+    ExportFormat, RuleView, SavedSettings, SessionView, SettingsView, SettlementInput,
+    SignInTicketView, TimelineView, TurnView,
+};
+use tauri::ipc::Invoke;
+use tauri::{AppHandle, Runtime, State};
+use tauri_plugin_opener::OpenerExt as _;
+
+use crate::signin;
+use crate::state::Shell;
+
+/// What a command answers: its value, or the error as the user should read it.
+type Answer<T> = Result<T, String>;
+
+fn text(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// Runs one of the core's synchronous functions on the blocking pool.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Answer<T> + Send + 'static) -> Answer<T> {
+    tauri::async_runtime::spawn_blocking(f)
+        .await
+        .map_err(text)?
+}
+
+/// The invoke handler with every command of [`crate::COMMANDS`].
+pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'static {
+    tauri::generate_handler![
+        app_info,
+        startup_error,
+        ui_ready,
+        list_sessions,
+        create_session,
+        timeline,
+        send_message,
+        cancel_turn,
+        decide,
+        decide_many,
+        settle,
+        pending,
+        rules,
+        revoke_rule,
+        audit,
+        export_audit,
+        reveal_path,
+        account,
+        sign_out,
+        sign_in,
+        open_sign_in_in_browser,
+        cancel_sign_in,
+        decline_sign_in,
+        settings,
+        save_settings,
+        set_app_secret,
+        set_model_key,
+    ]
+}
+
+#[tauri::command]
+async fn app_info(shell: State<'_, Shell>) -> Answer<AppInfo> {
+    Ok(shell.companion().await?.app_info())
+}
+
+/// Why the core could not open (corrupt database, newer version, vault), naming the data
+/// folder; `null` once it is open. The UI shows this instead of its normal page.
+#[tauri::command]
+async fn startup_error(shell: State<'_, Shell>) -> Answer<Option<String>> {
+    Ok(shell.companion().await.err())
+}
+
+/// The UI painted its first frame; answers the milliseconds since the process started.
+#[tauri::command]
+async fn ui_ready(shell: State<'_, Shell>) -> Answer<u64> {
+    Ok(shell.timing.ui_ready())
+}
+
+#[tauri::command]
+async fn list_sessions(shell: State<'_, Shell>) -> Answer<Vec<SessionView>> {
+    shell.companion().await?.sessions().await.map_err(text)
+}
+
+#[tauri::command]
+async fn create_session(shell: State<'_, Shell>) -> Answer<String> {
+    shell
+        .companion()
+        .await?
+        .create_session()
+        .await
+        .map_err(text)
+}
+
+#[tauri::command]
+async fn timeline(shell: State<'_, Shell>, session_id: String) -> Answer<TimelineView> {
+    let c = shell.companion().await?;
+    blocking(move || c.timeline(&session_id).map_err(text)).await
+}
+
+#[tauri::command]
+async fn send_message(
+    shell: State<'_, Shell>,
+    session_id: String,
+    text: String,
+) -> Answer<TurnView> {
+    let c = shell.companion().await?;
+    c.send(&session_id, &text).await.map_err(self::text)
+}
+
+#[tauri::command]
+async fn cancel_turn(shell: State<'_, Shell>, session_id: String) -> Answer<bool> {
+    let c = shell.companion().await?;
+    c.cancel_turn(&session_id).await.map_err(text)
+}
+
+#[tauri::command]
+async fn decide(
+    shell: State<'_, Shell>,
+    call_id: String,
+    decision: DecisionInput,
+) -> Answer<TurnView> {
+    let c = shell.companion().await?;
+    c.decide_call(&call_id, decision).await.map_err(text)
+}
+
+#[tauri::command]
+async fn decide_many(
+    shell: State<'_, Shell>,
+    decisions: Vec<BatchDecision>,
+) -> Answer<Vec<TurnView>> {
+    let c = shell.companion().await?;
+    c.decide_calls(decisions).await.map_err(text)
+}
+
+#[tauri::command]
+async fn settle(
+    shell: State<'_, Shell>,
+    call_id: String,
+    settlement: SettlementInput,
+) -> Answer<TurnView> {
+    let c = shell.companion().await?;
+    c.settle(&call_id, settlement).await.map_err(text)
+}
+
+#[tauri::command]
+async fn pending(shell: State<'_, Shell>) -> Answer<Vec<CallView>> {
+    let c = shell.companion().await?;
+    blocking(move || c.pending_calls().map_err(text)).await
+}
+
+#[tauri::command]
+async fn rules(shell: State<'_, Shell>) -> Answer<Vec<RuleView>> {
+    let c = shell.companion().await?;
+    blocking(move || c.rule_views().map_err(text)).await
+}
+
+#[tauri::command]
+async fn revoke_rule(shell: State<'_, Shell>, rule_id: String) -> Answer<RuleView> {
+    let c = shell.companion().await?;
+    blocking(move || c.revoke(&rule_id).map_err(text)).await
+}
+
+#[tauri::command]
+async fn audit(shell: State<'_, Shell>, query: AuditQuery) -> Answer<Vec<AuditView>> {
+    let c = shell.companion().await?;
+    blocking(move || c.audit_views(&query).map_err(text)).await
+}
+
+/// Writes the audit trail to the user's Downloads folder (else the data folder) and answers
+/// the file's path, which `reveal_path` may then show.
+#[tauri::command]
+async fn export_audit(
+    shell: State<'_, Shell>,
+    query: AuditQuery,
+    format: ExportFormat,
+) -> Answer<String> {
+    let c = shell.companion().await?;
+    let dir = directories::UserDirs::new()
+        .and_then(|dirs| dirs.download_dir().map(PathBuf::from))
+        .unwrap_or_else(|| c.paths().data_dir.clone());
+    let path = blocking(move || c.export_audit(&query, format, &dir).map_err(text)).await?;
+    let shown = path.display().to_string();
+    shell.remember_export(path);
+    Ok(shown)
+}
+
+/// Shows a file in the file manager: only a file `export_audit` wrote in this run, so the UI
+/// (or a script injected into it) cannot probe or open arbitrary paths.
+#[tauri::command]
+async fn reveal_path<R: Runtime>(
+    app: AppHandle<R>,
+    shell: State<'_, Shell>,
+    path: String,
+) -> Answer<()> {
+    let path = PathBuf::from(path);
+    if !shell.was_exported(&path) {
+        return Err(
+            "只能打开本次导出的文件。/ Only a file exported in this session can be shown."
+                .to_owned(),
+        );
+    }
+    app.opener().reveal_item_in_dir(&path).map_err(text)
+}
+
+#[tauri::command]
+async fn account(shell: State<'_, Shell>) -> Answer<Option<AccountView>> {
+    shell.companion().await?.account_view().await.map_err(text)
+}
+
+#[tauri::command]
+async fn sign_out(shell: State<'_, Shell>) -> Answer<()> {
+    shell.companion().await?.sign_out().await.map_err(text)
+}
+
+/// Starts a sign-in for `scopes` (empty: what the waiting calls need) and shows Feishu's page
+/// in the embedded sign-in window, or in the system browser when `embedded` is false.
+#[tauri::command]
+async fn sign_in<R: Runtime>(
+    app: AppHandle<R>,
+    shell: State<'_, Shell>,
+    scopes: Vec<String>,
+    embedded: bool,
+) -> Answer<SignInTicketView> {
+    let ticket = shell
+        .companion()
+        .await?
+        .sign_in(scopes)
+        .await
+        .map_err(text)?;
+    signin::started(&app, &shell, &ticket, embedded)?;
+    Ok(ticket)
+}
+
+/// The waiting sign-in's page, in the system browser (the embedded window closes).
+#[tauri::command]
+async fn open_sign_in_in_browser<R: Runtime>(
+    app: AppHandle<R>,
+    shell: State<'_, Shell>,
+) -> Answer<()> {
+    signin::open_in_browser(&app, &shell)
+}
+
+#[tauri::command]
+async fn cancel_sign_in<R: Runtime>(app: AppHandle<R>, shell: State<'_, Shell>) -> Answer<()> {
+    shell.companion().await?.cancel_sign_in();
+    signin::cancelled(&app, &shell);
+    Ok(())
+}
+
+#[tauri::command]
+async fn decline_sign_in(shell: State<'_, Shell>, call_id: String) -> Answer<TurnView> {
+    let c = shell.companion().await?;
+    c.decline_auth(&call_id).await.map_err(text)
+}
+
+#[tauri::command]
+async fn settings(shell: State<'_, Shell>) -> Answer<SettingsView> {
+    let c = shell.companion().await?;
+    blocking(move || c.settings_view().map_err(text)).await
+}
+
+/// Saves the settings; the tray follows a change of language at once.
+#[tauri::command]
+async fn save_settings(shell: State<'_, Shell>, settings: Settings) -> Answer<SavedSettings> {
+    let c = shell.companion().await?;
+    let saved = blocking(move || c.save_settings(settings).map_err(text)).await?;
+    shell.tray_dirty.notify_one();
+    Ok(saved)
+}
+
+#[tauri::command]
+async fn set_app_secret(shell: State<'_, Shell>, secret: String) -> Answer<()> {
+    let c = shell.companion().await?;
+    blocking(move || c.set_app_secret(&secret).map_err(text)).await
+}
+
+#[tauri::command]
+async fn set_model_key(shell: State<'_, Shell>, preset: String, key: String) -> Answer<()> {
+    let c = shell.companion().await?;
+    blocking(move || c.set_model_key(&preset, &key).map_err(text)).await
+}
