@@ -215,6 +215,11 @@ pub(crate) fn close_window<R: Runtime>(app: &AppHandle<R>, shell: &Shell) {
     }
 }
 
+/// Whether a sign-in is in progress.
+pub(crate) fn is_waiting(shell: &Shell) -> bool {
+    lock(&shell.sign_in).url.is_some()
+}
+
 /// The core reports a sign-in waiting on `url` (the same page the ticket named).
 pub(crate) fn waiting(shell: &Shell, url: &str) {
     lock(&shell.sign_in).url = Some(url.to_owned());
@@ -251,8 +256,9 @@ pub(crate) fn open_in_browser<R: Runtime>(app: &AppHandle<R>, shell: &Shell) -> 
 
 /// The sign-in window is gone. Unless the shell closed it, or the redirect already reached
 /// the listener, the user closed it by hand: the sign-in is cancelled and the UI told, in the
-/// shape of the core's own sign-in events.
-pub(crate) fn on_destroyed<R: Runtime>(app: &AppHandle<R>, shell: &Shell) {
+/// shape of the core's own sign-in events. Runs on the window's `Destroyed` event (public for
+/// the tests: the mock runtime reports no window events).
+pub fn on_destroyed<R: Runtime>(app: &AppHandle<R>, shell: &Shell) {
     let by_hand = {
         let mut state = lock(&shell.sign_in);
         let by_hand = !state.expect_close && !state.reached_callback && state.policy.is_some();
