@@ -295,6 +295,11 @@
       return { url, redirect_uri: 'http://127.0.0.1:53682/callback' };
     },
     open_sign_in_in_browser: () => null,
+    // The shell opens http(s) links in the system browser and refuses anything else.
+    open_link: ({ url }) => {
+      if (!/^https?:\/\//i.test(String(url))) throw 'only http and https links open';
+      return null;
+    },
     cancel_sign_in: () => ((signIn = null), null),
     decline_sign_in: ({ callId }) => {
       const c = calls[callId];
@@ -362,6 +367,21 @@
     emit: ui,
     emitOpen: (p) => emit('companion://open', p),
     commandsCalled: (name) => log.filter((l) => l.cmd === name),
+    /** The agent of `session_id` proposes a call that waits for the user (as the backend would emit it). */
+    propose(over = {}) {
+      const c = call(Object.assign({ session_id: 's1' }, over));
+      const sid = c.session_id;
+      const s = sessions.find((x) => x.id === sid);
+      if (s) s.updated_at = now();
+      pushItems(sid, c.invocation_id, [{ kind: 'tool', call_id: c.call_id, at: now(), tool: c.tool, title: c.title, args: c.args, result: null }]);
+      updateCall(c, {});
+      return c.call_id;
+    },
+    /** A pending call is decided somewhere else (another window, the notification, a rule). */
+    resolve(callId, verdict = 'approved') {
+      const c = calls[callId];
+      updateCall(c, { status: 'done', pending: false, verdict, decided_by: 'user', outcome: verdict === 'rejected' ? 'cancelled' : 'completed' });
+    },
     /** The user finished signing in on Feishu's page: the held call resumes. */
     async completeSignIn() {
       account = { name: '张三', open_id: 'ou_fake_1', scopes: [{ scope: 'task:task:read', label: text('查看你的待办', 'See your tasks') }], expires_at: now() + 2 * HOUR, refresh_expires_at: null };

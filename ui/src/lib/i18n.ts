@@ -235,6 +235,13 @@ export const en = {
   startup_hint: 'Fix what the message says (or move the data folder aside), then start the app again.',
   app_scopes: 'Permissions to enable',
   app_scopes_hint: 'In the developer console, under Permissions & Scopes, enable these user permissions for your app.',
+  attention_approval: '“{title}” needs your approval',
+  attention_auth: '“{title}” needs you to sign in',
+  attention_unknown: '“{title}” needs you to check what happened',
+  attention_many: '{n} items need you',
+  attention_jump: 'Jump to it',
+  attention_open_inbox: 'Open Approvals',
+  open_link_failed: 'Could not open the link: {msg}',
 } as const;
 
 export type Key = keyof typeof en;
@@ -460,6 +467,13 @@ export const zh: Record<Key, string> = {
   startup_hint: '请按提示处理（或将数据文件夹移到别处），然后重新启动应用。',
   app_scopes: '需要开通的权限',
   app_scopes_hint: '在飞书开发者后台「权限管理」中，为应用开通以下用户权限。',
+  attention_approval: '「{title}」有一项需要你批准',
+  attention_auth: '「{title}」有一项需要登录飞书',
+  attention_unknown: '「{title}」有一项需要你确认是否已执行',
+  attention_many: '{n} 项需要你处理',
+  attention_jump: '查看',
+  attention_open_inbox: '打开待审批',
+  open_link_failed: '无法打开链接：{msg}',
 };
 
 export const strings: Record<Lang, Record<Key, string>> = { en, zh };

@@ -58,6 +58,8 @@ class Store {
   startupError = $state<string | null>(null);
   /** Calls the user answered with "Always allow…" (their verdict reads "approved"). */
   alwaysIds = $state.raw<Set<string>>(new Set());
+  /** Calls that started to wait while the user looked elsewhere (the attention notice), oldest first. */
+  attentionIds = $state.raw<string[]>([]);
 
   lang: Lang = $derived(resolveLang(this.langSetting, this.navLang));
   theme: 'light' | 'dark' = $derived(
@@ -72,11 +74,21 @@ class Store {
     for (const c of this.pendingList) m[c.session_id] = (m[c.session_id] ?? 0) + 1;
     return m;
   });
+  /** What the attention notice is about: still pending, and not in the conversation on screen. */
+  attention: CallView[] = $derived(
+    this.attentionIds
+      .map((id) => this.pendingCalls[id])
+      .filter((c): c is CallView => !!c && c.pending && !this.isViewing(c.session_id)),
+  );
 
   t = (key: Key, params?: Record<string, string | number>) => translate(this.lang, key, params);
   pick = (text: { zh: string; en: string } | null | undefined) => pick(text, this.lang);
 
   // ---- lookups
+  /** Whether the conversation of `sessionId` is what the user has on screen. */
+  isViewing(sessionId: string): boolean {
+    return this.view === 'chat' && this.currentId === sessionId;
+  }
   call(callId: string): CallView | undefined {
     return this.tl?.calls[callId] ?? this.pendingCalls[callId] ?? this.knownCalls[callId];
   }
@@ -154,11 +166,40 @@ class Store {
     const m: Record<string, CallView> = {};
     for (const c of list) m[c.call_id] = c;
     this.pendingCalls = m;
+    if (this.attentionIds.some((id) => !(id in m))) this.attentionIds = this.attentionIds.filter((id) => id in m);
+  }
+
+  // ---- the attention notice
+  /** The user has seen what waits in `sessionId`: the notice forgets it. */
+  private seen(sessionId: string) {
+    const keep = this.attentionIds.filter((id) => this.pendingCalls[id]?.session_id !== sessionId);
+    if (keep.length !== this.attentionIds.length) this.attentionIds = keep;
+  }
+  dismissAttention() {
+    const shown = new Set(this.attention.map((c) => c.call_id));
+    this.attentionIds = this.attentionIds.filter((id) => !shown.has(id));
+  }
+  /** The notice's button: the one call's card, or the inbox for several. */
+  async jumpToAttention() {
+    const list = this.attention;
+    if (list.length === 1) {
+      await this.onOpen({ session_id: list[0].session_id, call_id: list[0].call_id });
+    } else if (list.length > 1) {
+      this.dismissAttention();
+      this.view = 'inbox';
+    }
+  }
+  /** Ctrl/Cmd+Shift+J: what the notice points at, or else the oldest call that waits. */
+  async jumpToNextPending() {
+    if (this.attention.length) return this.jumpToAttention();
+    const next = this.pendingList.find((c) => !this.isViewing(c.session_id)) ?? this.pendingList[0];
+    if (next) await this.onOpen({ session_id: next.session_id, call_id: next.call_id });
   }
 
   // ---- sessions
   async selectSession(id: string) {
     this.view = 'chat';
+    this.seen(id);
     if (this.currentId === id && this.tl) return;
     this.currentId = id;
     this.tl = emptyTimeline(id);
@@ -341,6 +382,13 @@ class Store {
         else if (wasPending) {
           const { [c.call_id]: _gone, ...rest } = this.pendingCalls;
           this.pendingCalls = rest;
+        }
+        // Tell the user when something starts to wait where they are not looking; forget it once
+        // it no longer waits (decided here, in the inbox, or anywhere else).
+        if (c.pending && !wasPending && !this.isViewing(c.session_id)) {
+          this.attentionIds = [...this.attentionIds.filter((id) => id !== c.call_id), c.call_id];
+        } else if (!c.pending && this.attentionIds.includes(c.call_id)) {
+          this.attentionIds = this.attentionIds.filter((id) => id !== c.call_id);
         }
         if (!this.tl || this.tl.session_id !== c.session_id) this.knownCalls = { ...this.knownCalls, [c.call_id]: c };
         if (wasPending !== c.pending) this.refreshSessionsSoon();
