@@ -154,6 +154,8 @@ pub fn run() -> anyhow::Result<()> {
     }
     let log = tauri_plugin_log::Builder::new()
         .level(log::LevelFilter::Info)
+        // zbus logs every D-Bus call at info, with its arguments.
+        .level_for("zbus", log::LevelFilter::Warn)
         .targets([
             tauri_plugin_log::Target::new(tauri_plugin_log::TargetKind::Stdout),
             tauri_plugin_log::Target::new(tauri_plugin_log::TargetKind::LogDir { file_name: None }),

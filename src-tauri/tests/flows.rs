@@ -153,3 +153,24 @@ fn reveal_path_shows_only_what_export_audit_wrote() {
     );
     std::fs::remove_file(path).unwrap();
 }
+
+#[test]
+fn a_core_that_cannot_open_is_reported_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("data")).unwrap();
+    let database = dir.path().join("data").join("companion.db");
+    std::fs::write(&database, [0x5a_u8; 4096]).unwrap();
+    let app = app(dir.path());
+
+    let error = call(&app, "startup_error", json!({})).unwrap();
+    let message = error.as_str().expect("startup_error names the problem");
+    assert!(
+        message.contains(&database.display().to_string()),
+        "{message}"
+    );
+    // Every other command answers the same, rather than hang or crash.
+    assert_eq!(call(&app, "app_info", json!({})), Err(error.clone()));
+    assert_eq!(call(&app, "pending", json!({})), Err(error));
+    // The damaged file is left for the user to rescue.
+    assert_eq!(std::fs::read(&database).unwrap(), vec![0x5a_u8; 4096]);
+}
