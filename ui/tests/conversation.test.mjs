@@ -155,6 +155,20 @@ test('assistant markdown is sanitised', async () => {
   const link = a.locator('a', { hasText: 'docs' });
   await link.click();
   assert.equal(page.url().startsWith('http://127.0.0.1'), true);
+  // An http(s) link opens in the system browser through the shell, with its URL as written.
+  await page.waitForFunction(() => window.__fake.commandsCalled('open_link').length === 1);
+  assert.deepEqual((await page.evaluate(() => window.__fake.commandsCalled('open_link')))[0].args, { url: 'https://open.feishu.cn' });
+  await a.locator('a', { hasText: 'plain' }).click();
+  await page.waitForFunction(() => window.__fake.commandsCalled('open_link').length === 2);
+  assert.equal((await page.evaluate(() => window.__fake.commandsCalled('open_link')))[1].args.url, 'http://example.com/a?b=1');
+  // javascript:, data: and mailto: links open nothing and navigate nowhere.
+  for (const text of ['bad link', 'data link', 'mail']) await a.locator('a', { hasText: text }).click();
+  await page.waitForTimeout(100);
+  assert.equal((await page.evaluate(() => window.__fake.commandsCalled('open_link'))).length, 2);
+  assert.equal(page.url().startsWith('http://127.0.0.1'), true);
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
+  // Chromium reports the payload's onerror as blocked by the CSP while parsing it (it never runs).
+  assert.deepEqual(page.errors.filter((e) => !/Content Security Policy/.test(e)), []);
 });
 
 test('dark theme and English apply', async () => {

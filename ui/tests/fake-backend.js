@@ -172,7 +172,7 @@
     pushItems(sid, inv, [{ kind: 'user', id: 'e' + seq++, at: now(), text: body }]);
     turn(sid, inv, 'running');
     if (/markdown|xss/i.test(body)) {
-      const md = '**Bold** and a [bad link](javascript:alert(1)) <img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</script> <a href="https://open.feishu.cn" target="_blank">docs</a>';
+      const md = '**Bold** and a [bad link](javascript:alert(1)) <img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</script> <a href="https://open.feishu.cn" target="_blank">docs</a> [data link](data:text/html;base64,PHNjcmlwdD4=) [mail](mailto:a@example.com) [plain](http://example.com/a?b=1)';
       await stream(sid, inv, ['Here ', 'it is: ']);
       pushItems(sid, inv, [{ kind: 'assistant', id: 'e' + seq++, at: now(), author: 'companion', text: md }]);
       turn(sid, inv, 'completed');

@@ -60,6 +60,8 @@ export const api = {
   signOut: () => invoke<null>('sign_out'),
   signIn: (scopes: string[], embedded: boolean) => invoke<SignInTicketView>('sign_in', { scopes, embedded }),
   openSignInInBrowser: () => invoke<null>('open_sign_in_in_browser'),
+  /** Opens an http(s) link in the system browser (the shell refuses any other scheme). */
+  openLink: (url: string) => invoke<null>('open_link', { url }),
   cancelSignIn: () => invoke<null>('cancel_sign_in'),
   declineSignIn: (callId: string) => invoke<TurnView>('decline_sign_in', { callId }),
   settings: () => invoke<SettingsView>('settings'),

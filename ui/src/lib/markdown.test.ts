@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { renderMarkdown } from './markdown';
+import { externalUrl, renderMarkdown } from './markdown';
 
 describe('markdown sanitiser', () => {
   it('renders Markdown', () => {
@@ -23,5 +23,21 @@ describe('markdown sanitiser', () => {
   it('removes iframes, forms and styles', () => {
     const html = renderMarkdown('<iframe src="https://e"></iframe><form><input></form><p style="color:red">p</p>');
     expect(html).not.toMatch(/<iframe|<form|<input|style=/i);
+  });
+  it('keeps data: and mailto: hrefs away from the browser opener', () => {
+    const html = renderMarkdown('[d](data:text/html;base64,PHNjcmlwdD4=) [m](mailto:a@b.c)');
+    expect(html).not.toMatch(/href="data:/i);
+  });
+});
+
+describe('links that open in the browser', () => {
+  it('are http and https only, as written', () => {
+    expect(externalUrl('https://open.feishu.cn')).toBe('https://open.feishu.cn');
+    expect(externalUrl(' HTTP://example.com/a?b=1 ')).toBe('HTTP://example.com/a?b=1');
+  });
+  it('are never script, data, mail, file or relative links', () => {
+    for (const h of ['javascript:alert(1)', ' JaVaScRiPt:alert(1)', 'data:text/html,x', 'mailto:a@b.c', 'file:///etc/passwd', '/local', '#top', 'https//x', 'http://', '', null, undefined]) {
+      expect(externalUrl(h), String(h)).toBeNull();
+    }
   });
 });

@@ -34,3 +34,15 @@ export function renderMarkdown(text: string): string {
     ALLOW_DATA_ATTR: false,
   });
 }
+
+/** The address a clicked link may open in the system browser: only http(s), else null. */
+export function externalUrl(href: string | null | undefined): string | null {
+  const h = (href ?? '').trim();
+  if (!/^https?:\/\//i.test(h)) return null;
+  try {
+    const u = new URL(h);
+    return u.protocol === 'http:' || u.protocol === 'https:' ? h : null;
+  } catch {
+    return null;
+  }
+}
