@@ -93,7 +93,9 @@ test('always allow for this chat sends the constraint and a duration', async () 
   await shot(page, '05-always-allow-menu-en');
   const items = card.getByTestId('always-allow-choice');
   assert.equal(await items.count(), 2);
-  assert.match(await items.nth(1).innerText(), /for this chat \(oc_product\)/);
+  // The chat goes by the name the preview gives it; the raw id stays in the tooltip.
+  assert.match(await items.nth(1).innerText(), /for this chat, “产品周会（12 人）”/);
+  assert.equal(await items.nth(1).getAttribute('title'), 'chat_id = oc_product');
   const t0 = Date.now();
   await items.nth(1).click();
   await page.getByTestId('decision-line').waitFor();

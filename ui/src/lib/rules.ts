@@ -15,23 +15,60 @@ export const KEY_ARGS: Record<string, Key> = {
   open_id: 'key_user',
 };
 
+/**
+ * Preview field labels (Chinese and English, compared case-insensitively) whose value names the target
+ * of a key: for `chat_id`, the field labelled 会话 / Chat holds "产品周会（12 人）".
+ */
+export const NAME_FIELDS: Partial<Record<Key, string[]>> = {
+  key_chat: ['会话', '群', '群聊', '群组', 'chat', 'group', 'group chat'],
+  key_calendar: ['日历', 'calendar'],
+  key_tasklist: ['任务清单', '清单', 'task list', 'tasklist'],
+  key_document: ['文档', 'document', 'doc'],
+  key_folder: ['文件夹', 'folder'],
+  key_user: ['联系人', '接收人', '收件人', 'person', 'recipient', 'to'],
+};
+
 export interface AllowChoice {
   /** Stable id for the menu item. */
   id: string;
   /** `null`: any call of the tool; otherwise the argument that scopes it. */
   key: string | null;
   keyLabel: Key | null;
+  /** The argument's raw value (what the rule is scoped to). */
   value: string | null;
+  /** What to call it in the menu: its name from the preview, else the raw value. */
+  display: string | null;
   constraints: Record<string, unknown>;
 }
 
+/** The value of the preview field that names the target of `keyLabel`, if there is one. */
+export function targetName(preview: CallView['preview'] | undefined, keyLabel: Key): string | null {
+  const labels = NAME_FIELDS[keyLabel];
+  if (!labels || !preview) return null;
+  const norm = (s: string | undefined) => (s ?? '').trim().replace(/[:：]$/, '').toLowerCase();
+  for (const f of preview.fields ?? []) {
+    if (!labels.includes(norm(f.label.zh)) && !labels.includes(norm(f.label.en))) continue;
+    const v = f.value.trim();
+    if (v) return v;
+  }
+  return null;
+}
+
 /** "Always allow <tool>", then one "…for this <key>" per target argument with a plain value. */
-export function alwaysAllowChoices(call: Pick<CallView, 'args'>): AllowChoice[] {
-  const out: AllowChoice[] = [{ id: 'tool', key: null, keyLabel: null, value: null, constraints: {} }];
+export function alwaysAllowChoices(call: Pick<CallView, 'args'> & Partial<Pick<CallView, 'preview'>>): AllowChoice[] {
+  const out: AllowChoice[] = [{ id: 'tool', key: null, keyLabel: null, value: null, display: null, constraints: {} }];
   for (const [k, label] of Object.entries(KEY_ARGS)) {
     const v = call.args?.[k];
     if ((typeof v === 'string' && v.trim() !== '') || typeof v === 'number') {
-      out.push({ id: 'key:' + k, key: k, keyLabel: label, value: String(v), constraints: { [k]: v } });
+      const value = String(v);
+      out.push({
+        id: 'key:' + k,
+        key: k,
+        keyLabel: label,
+        value,
+        display: targetName(call.preview, label) ?? value,
+        constraints: { [k]: v },
+      });
     }
   }
   return out;
