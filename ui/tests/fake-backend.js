@@ -41,7 +41,7 @@
     timelines[id] = [];
     return id;
   }
-  for (let i = 0; i < opts.sessions; i++) addSession(i === 0 ? '' : ['本周周报', '安排下周一例会', 'Q3 roadmap review'][(i - 1) % 3], 0);
+  for (let i = 0; i < opts.sessions; i++) addSession((opts.titles && opts.titles[i]) ?? (i === 0 ? '' : ['本周周报', '安排下周一例会', 'Q3 roadmap review'][(i - 1) % 3]), 0);
 
   function call(over) {
     const id = over.call_id || 'c' + seq++;

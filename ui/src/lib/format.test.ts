@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatAge, formatCountdown, formatDuration } from './format';
+import { formatAge, formatCountdown, formatDuration, formatStamp } from './format';
 
 const M = 60_000;
 const H = 60 * M;
@@ -25,5 +25,19 @@ describe('countdown formatting', () => {
     expect(formatAge(0, 30_000, 'en')).toBe('just now');
     expect(formatAge(0, 5 * M, 'zh')).toBe('5 分钟前');
     expect(formatAge(0, 3 * H, 'en')).toBe('3h ago');
+  });
+});
+
+describe('table timestamps', () => {
+  const at = new Date(2026, 10, 30, 22, 30, 5).getTime();
+  it('leave out this year', () => {
+    const now = new Date(2026, 11, 1).getTime();
+    expect(formatStamp(at, now, 'zh')).toBe('11月30日 22:30:05');
+    expect(formatStamp(at, now, 'en')).toBe('Nov 30, 22:30:05');
+  });
+  it('show another year', () => {
+    const now = new Date(2027, 0, 2).getTime();
+    expect(formatStamp(at, now, 'zh')).toMatch(/^2026年11月30日 22:30:05$/);
+    expect(formatStamp(at, now, 'en')).toMatch(/^Nov 30, 2026,? 22:30:05$/);
   });
 });

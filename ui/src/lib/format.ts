@@ -79,3 +79,18 @@ export function formatTime(at: number, lang: Lang): string {
     hour12: false,
   });
 }
+
+/** A compact timestamp for tables: "11月30日 22:30:05" / "Nov 30, 22:30:05", with the year only when it is not this year's. */
+export function formatStamp(at: number, now: number, lang: Lang): string {
+  const d = new Date(at);
+  const sameYear = d.getFullYear() === new Date(now).getFullYear();
+  return d.toLocaleString(lang === 'zh' ? 'zh-CN' : 'en-US', {
+    year: sameYear ? undefined : 'numeric',
+    month: 'short',
+    day: 'numeric',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+    hour12: false,
+  });
+}

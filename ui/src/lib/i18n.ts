@@ -14,8 +14,7 @@ export const en = {
   nav_settings: 'Settings',
   pending_in_session: '{n} waiting for you',
   demo_title: 'Demo mode',
-  demo_body:
-    'Running on the built-in Feishu emulator and a scripted model. Nothing reaches your real Feishu account.',
+  demo_body: 'Built-in Feishu emulator and scripted model: nothing reaches your real Feishu account.',
   demo_try: 'Try:',
   example_1: 'What do I have tomorrow?',
   example_2: 'Set up a product review meeting for me',

@@ -23,6 +23,8 @@ export type Drawer =
 export type SignInState = { state: 'idle' } | { state: 'starting' } | SignInView;
 export type Toast = { id: number; kind: 'error' | 'info' | 'success'; text: string; action?: { label: string; run: () => void } };
 
+export type CardDraft = { edit?: string; reason?: string };
+
 let toastSeq = 0;
 let localSeq = 0;
 
@@ -50,6 +52,8 @@ class Store {
   highlight = $state<string | null>(null);
   /** What the user is typing, per session, so a failed send or a switch loses nothing. */
   composer = $state<Record<string, string>>({});
+  /** What the user typed into an approval card (edited arguments, a reason), per call, until it is decided. */
+  cardDrafts = $state.raw<Record<string, CardDraft>>({});
   sending = $state(false);
   /** Call ids with a decision in flight (guards double clicks). */
   busy = $state.raw<Set<string>>(new Set());
@@ -260,6 +264,17 @@ class Store {
     }
   }
 
+  // ---- card drafts
+  draftOf(callId: string): CardDraft {
+    return this.cardDrafts[callId] ?? {};
+  }
+  setDraft(callId: string, patch: CardDraft) {
+    const next: CardDraft = { ...this.cardDrafts[callId], ...patch };
+    for (const k of Object.keys(next) as (keyof CardDraft)[]) if (next[k] === undefined) delete next[k];
+    const { [callId]: _old, ...rest } = this.cardDrafts;
+    this.cardDrafts = Object.keys(next).length ? { ...rest, [callId]: next } : rest;
+  }
+
   // ---- decisions
   private setBusy(ids: string[], on: boolean) {
     const next = new Set(this.busy);
@@ -278,6 +293,7 @@ class Store {
     this.setBusy([callId], true);
     try {
       await api.decide(callId, decision);
+      this.setDraft(callId, { edit: undefined, reason: undefined });
       return true;
     } catch (e) {
       this.fail(e);
