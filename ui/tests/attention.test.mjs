@@ -124,3 +124,31 @@ test('a sign-in request elsewhere says so; Ctrl+Shift+J jumps to it; long titles
   await page.getByTestId('auth-card').waitFor();
   await gone(page);
 });
+
+test('jumping to a card in the middle of a long conversation scrolls it into view', async () => {
+  const page = await openApp(browser, srv.url, { opts: { sessions: 3, longTimeline: 600 } });
+  await page.locator('[data-testid="session-row"][data-session-id="s2"]').click();
+  await current(page, 's2').waitFor();
+  // A call waits in s1, its entry in the middle of 600 messages (as after a restart and a long chat).
+  await page.evaluate(() => {
+    const f = window.__fake;
+    const id = f.propose({ session_id: 's1', call_id: 'mid' });
+    const tl = f.timelines.s1;
+    const i = tl.findIndex((e) => e.kind === 'tool' && e.call_id === id);
+    const [entry] = tl.splice(i, 1);
+    tl.splice(300, 0, entry);
+  });
+  await toast(page).waitFor();
+  await page.getByTestId('attention-jump').click();
+  await current(page, 's1').waitFor();
+  const card = page.locator('[data-testid="approval-card"][data-call-id="mid"]');
+  await card.waitFor();
+  await page.waitForTimeout(300);
+  const inView = await card.evaluate((el) => {
+    const r = el.getBoundingClientRect();
+    const v = document.querySelector('[data-testid="timeline"]').getBoundingClientRect();
+    return r.top >= v.top - 1 && r.bottom <= v.bottom + 1;
+  });
+  assert.ok(inView, 'the card is on screen');
+  assert.equal(await page.locator('.entry.hl [data-testid="approval-card"]').getAttribute('data-call-id'), 'mid');
+});

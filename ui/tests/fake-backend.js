@@ -363,6 +363,7 @@
     log,
     calls,
     sessions,
+    timelines,
     opts,
     emit: ui,
     emitOpen: (p) => emit('companion://open', p),
