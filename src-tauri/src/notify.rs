@@ -3,6 +3,7 @@
 //! reports it, and in any case the next time the main window gains focus.
 
 use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
 
 use companion::view::CallView;
 use serde::Serialize;
@@ -12,6 +13,11 @@ use tauri_plugin_notification::NotificationExt as _;
 use crate::state::{Shell, lock};
 use crate::tray::Lang;
 use crate::windows::{MAIN, OPEN_EVENT, show_main};
+
+/// At most one notification this often: a batch of held calls (or a model proposing many
+/// writes) makes one interruption, not dozens, and on Linux each shown notification keeps a
+/// blocking thread waiting for its click.
+const QUIET_FOR: Duration = Duration::from_secs(10);
 
 /// What the UI should show (the `companion://open` event).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -55,6 +61,7 @@ pub(crate) struct Notices {
     /// Notification id → its call, for clicks.
     by_id: HashMap<i32, OpenTarget>,
     next_id: i32,
+    last_shown: Option<Instant>,
 }
 
 /// A notification's title and body for `call`, or `None` when the call does not newly wait
@@ -80,7 +87,8 @@ pub fn notification_text(lang: Lang, call: &CallView) -> Option<(String, String)
     Some((title.to_owned(), body))
 }
 
-/// A call changed: notify if it newly waits on the user and the main window is not in front.
+/// A call changed: notify if it newly waits on the user, the main window is not in front, and
+/// no notification was shown just before (the focus jump still goes to the newest call).
 pub(crate) fn on_call<R: Runtime>(app: &AppHandle<R>, shell: &Shell, call: &CallView, lang: Lang) {
     let Some((title, body)) = notification_text(lang, call) else {
         return;
@@ -96,6 +104,13 @@ pub(crate) fn on_call<R: Runtime>(app: &AppHandle<R>, shell: &Shell, call: &Call
         }
         let target = OpenTarget::call(call);
         notices.latest = Some(target.clone());
+        if notices
+            .last_shown
+            .is_some_and(|at| at.elapsed() < QUIET_FOR)
+        {
+            return;
+        }
+        notices.last_shown = Some(Instant::now());
         notices.next_id = notices.next_id.wrapping_add(1);
         let id = notices.next_id;
         notices.by_id.insert(id, target);

@@ -233,6 +233,9 @@ pub(crate) fn finished<R: Runtime>(app: &AppHandle<R>, shell: &Shell) {
         state.policy = None;
     }
     close_window(app, shell);
+    // Back to the conversation the user signed in for: the card has moved on and the call
+    // resumes there. (WebKit also stops painting a window that lost focus to a closed one.)
+    crate::windows::show_main(app);
 }
 
 /// The user cancelled from the UI; the caller cancelled the core's sign-in.
