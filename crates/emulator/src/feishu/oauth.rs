@@ -106,6 +106,15 @@ pub(crate) fn random_token(prefix: &str, len: usize) -> String {
     out
 }
 
+const CONSENT_CSS: &str = "body{margin:0;background:#f5f6f7;color:#1f2329;\
+font:14px/1.6 -apple-system,'PingFang SC','Microsoft YaHei','Noto Sans CJK SC',system-ui,sans-serif}\
+main{max-width:400px;margin:32px auto;background:#fff;border:1px solid #dee0e3;border-radius:8px;padding:24px}\
+.brand{font-weight:600;color:#3370ff}.brand span{color:#8f959e;font-weight:400;font-size:12px;margin-left:4px}\
+h1{font-size:18px;margin:16px 0 8px}.who{color:#646a73;margin:0 0 8px}\
+ul{padding:8px 12px 8px 28px;background:#f5f6f7;border-radius:6px}code{font-size:12px}\
+button{font:inherit;border-radius:6px;padding:6px 20px;border:1px solid #d0d3d6;background:#fff;cursor:pointer}\
+#allow{background:#3370ff;border-color:#3370ff;color:#fff}.note{color:#8f959e;font-size:12px;margin-top:16px}";
+
 fn error_page(code: i64, zh: &str, en: &str) -> Response {
     let html = format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>Feishu</title></head><body>\
@@ -183,16 +192,21 @@ async fn authorize(
         .iter()
         .map(|s| format!("<li><code>{}</code></li>", escape(s)))
         .collect();
+    // Styled like Feishu's own consent page closely enough that a demo user recognises the
+    // step; the markup tests parse (the request_id field, #allow, #deny) stays plain.
     let html = format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>授权 · Authorize</title></head>\
-         <body style=\"font-family:system-ui,sans-serif;max-width:30rem;margin:10vh auto\">\
-         <h1>飞书模拟器 · Feishu emulator</h1>\
-         <p>{user}，应用 <b>{app}</b> 请求以下权限 / The app requests:</p><ul id=\"scopes\">{items}</ul>\
+        "<!doctype html><html><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width\"><title>授权 · Authorize</title>\
+         <style>{CONSENT_CSS}</style></head><body><main>\
+         <div class=\"brand\">飞书 · Feishu <span>模拟器 Emulator</span></div>\
+         <h1>授权应用访问你的飞书</h1><p class=\"who\">{user}，应用 <b>{app}</b> 请求以下权限 / The app requests:</p>\
+         <ul id=\"scopes\">{items}</ul>\
          <form method=\"post\" action=\"/open-apis/authen/v1/authorize/decision\">\
          <input type=\"hidden\" name=\"request_id\" value=\"{request_id}\">\
          <button id=\"allow\" name=\"decision\" value=\"allow\" type=\"submit\">授权 Allow</button> \
          <button id=\"deny\" name=\"decision\" value=\"deny\" type=\"submit\">拒绝 Deny</button>\
-         </form></body></html>",
+         </form><p class=\"note\">这是内置的演示环境，不会访问真实的飞书。 · A built-in demo; nothing reaches real Feishu.</p>\
+         </main></body></html>",
         user = escape(&user),
         app = escape(&app_id),
     );
