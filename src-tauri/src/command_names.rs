@@ -23,6 +23,7 @@ pub const COMMANDS: &[&str] = &[
     "sign_out",
     "sign_in",
     "open_sign_in_in_browser",
+    "open_link",
     "cancel_sign_in",
     "decline_sign_in",
     "settings",

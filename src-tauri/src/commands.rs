@@ -17,8 +17,8 @@ use tauri::ipc::Invoke;
 use tauri::{AppHandle, Runtime, State};
 use tauri_plugin_opener::OpenerExt as _;
 
-use crate::signin;
 use crate::state::Shell;
+use crate::{signin, windows};
 
 /// What a command answers: its value, or the error as the user should read it.
 type Answer<T> = Result<T, String>;
@@ -58,6 +58,7 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         sign_out,
         sign_in,
         open_sign_in_in_browser,
+        open_link,
         cancel_sign_in,
         decline_sign_in,
         settings,
@@ -261,6 +262,18 @@ async fn open_sign_in_in_browser<R: Runtime>(
     shell: State<'_, Shell>,
 ) -> Answer<()> {
     signin::open_in_browser(&app, &shell)
+}
+
+/// Opens a web link (from an assistant's answer) in the system browser: http(s) only, so a
+/// rendered link cannot launch a local program through a custom scheme or open a file.
+#[tauri::command]
+async fn open_link<R: Runtime>(app: AppHandle<R>, url: String) -> Answer<()> {
+    let url = windows::external_link(&url).ok_or_else(|| {
+        "只能在浏览器中打开 http(s) 链接。/ Only http(s) links open in the browser.".to_owned()
+    })?;
+    app.opener()
+        .open_url(url.as_str(), None::<&str>)
+        .map_err(|e| format!("cannot open the system browser: {e}"))
 }
 
 #[tauri::command]

@@ -37,6 +37,13 @@ pub fn main_navigation(url: &Url) -> MainNavigation {
     }
 }
 
+/// `text` as a link for the system browser, if it is one: http(s) to a host other than the
+/// app's own.
+pub fn external_link(text: &str) -> Option<Url> {
+    let url = Url::parse(text).ok()?;
+    (main_navigation(&url) == MainNavigation::OpenInBrowser).then_some(url)
+}
+
 /// Opens the main window on the embedded UI.
 pub fn create_main<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<WebviewWindow<R>> {
     let on_navigation = app.clone();
@@ -110,5 +117,23 @@ mod tests {
         assert_eq!(nav("file:///etc/passwd"), MainNavigation::Refuse);
         assert_eq!(nav("lark://applink.feishu.cn/"), MainNavigation::Refuse);
         assert_eq!(nav("javascript:alert(1)"), MainNavigation::Refuse);
+    }
+
+    #[test]
+    fn only_web_links_go_to_the_browser() {
+        assert!(external_link("https://open.feishu.cn/document").is_some());
+        assert!(external_link("http://example.com/a?b=c").is_some());
+        for refused in [
+            "file:///etc/passwd",
+            "lark://applink.feishu.cn/",
+            "javascript:alert(1)",
+            "mailto:a@example.com",
+            "tauri://localhost/",
+            "http://tauri.localhost/",
+            "/relative/path",
+            "not a url",
+        ] {
+            assert!(external_link(refused).is_none(), "{refused}");
+        }
     }
 }
