@@ -447,7 +447,13 @@ impl Companion {
         // Asked for with every sign-in: approval cards name people instead of showing open_ids.
         wanted.insert(PEOPLE_NAMES_SCOPE.to_owned());
         let wanted: Vec<String> = wanted.into_iter().collect();
-        self.cancel_sign_in();
+        // A sign-in already waiting holds the redirect port until its task has really ended;
+        // aborting only asks for that, so wait for it before binding the port again.
+        let previous = lock(&self.inner.sign_in).take();
+        if let Some(task) = previous {
+            task.abort();
+            let _ = task.await;
+        }
         let port = lock_read(&self.inner.settings).feishu.redirect_port;
         let listener = LoopbackListener::bind(port)
             .await
@@ -603,8 +609,11 @@ async fn start_demo(settings: &Settings) -> Result<Demo, CompanionError> {
             .map(|s| (*s).to_owned())
             .collect(),
     });
-    let script = Script::demo()
+    let mut script = Script::demo()
         .map_err(|e| CompanionError::Other(format!("the demo script is broken: {e}")))?;
+    // The script's replies name times ("明天 15:00") in this offset, and the approval card shows
+    // them in the user's zone: the two must agree wherever the user is.
+    script.utc_offset_minutes = settings.tz().to_offset(jiff::Timestamp::now()).seconds() / 60;
     let model = ModelServer::start(script)
         .await
         .map_err(|e| CompanionError::Other(format!("cannot start the demo model: {e}")))?;

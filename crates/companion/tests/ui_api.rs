@@ -192,3 +192,15 @@ async fn the_settings_page_says_what_needs_a_restart() {
         "no secret reaches the UI"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starting_a_sign_in_again_reuses_the_redirect_port_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = open(dir.path()).await;
+    let first = app.sign_in(Vec::new()).await.unwrap();
+    // A second click on "Sign in" replaces the first sign-in on the same fixed port.
+    let second = app.sign_in(Vec::new()).await.unwrap();
+    assert_eq!(first.redirect_uri, second.redirect_uri);
+    assert_ne!(first.url, second.url, "a new state for the new sign-in");
+    app.cancel_sign_in();
+}
