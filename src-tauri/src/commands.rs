@@ -231,26 +231,13 @@ async fn sign_in<R: Runtime>(
     scopes: Vec<String>,
     embedded: bool,
 ) -> Answer<SignInTicketView> {
-    let c = shell.companion().await?;
-    let ticket = if signin::is_waiting(&shell) {
-        // The core cancels the waiting sign-in by aborting its task, which frees the redirect
-        // port only once the task next wakes; binding it again at once can fail. Cancel first
-        // and retry briefly rather than tell the user the port is taken by ourselves.
-        c.cancel_sign_in();
-        let mut tries = 0;
-        loop {
-            match c.sign_in(scopes.clone()).await {
-                Ok(ticket) => break ticket,
-                Err(_) if tries < 20 => {
-                    tries += 1;
-                    tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-                }
-                Err(e) => return Err(text(e)),
-            }
-        }
-    } else {
-        c.sign_in(scopes).await.map_err(text)?
-    };
+    // A sign-in already waiting is replaced; the core frees its redirect port first.
+    let ticket = shell
+        .companion()
+        .await?
+        .sign_in(scopes)
+        .await
+        .map_err(text)?;
     signin::started(&app, &shell, &ticket, embedded)?;
     Ok(ticket)
 }

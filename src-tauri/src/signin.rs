@@ -215,11 +215,6 @@ pub(crate) fn close_window<R: Runtime>(app: &AppHandle<R>, shell: &Shell) {
     }
 }
 
-/// Whether a sign-in is in progress.
-pub(crate) fn is_waiting(shell: &Shell) -> bool {
-    lock(&shell.sign_in).url.is_some()
-}
-
 /// The core reports a sign-in waiting on `url` (the same page the ticket named).
 pub(crate) fn waiting(shell: &Shell, url: &str) {
     lock(&shell.sign_in).url = Some(url.to_owned());
