@@ -2,6 +2,7 @@
 // Screenshots of each step land in tests/e2e/artifacts/.
 
 import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 
 import {
@@ -43,6 +44,7 @@ describe('a new user in demo mode', () => {
   });
   after(async () => {
     await browser?.deleteSession();
+    rmSync(dataDir, { recursive: true, force: true });
   });
 
   test('the demo banner says it runs on the emulator', async () => {
@@ -137,6 +139,7 @@ describe('a pending approval survives quitting the app', () => {
       await shot(browser, '14-completed-after-relaunch');
     } finally {
       await browser.deleteSession();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });
