@@ -84,7 +84,19 @@ async fn search(env: Arc<ToolEnv>, args: Map<String, Value>) -> Result<Value, Ap
     Ok(json!({"people": users}))
 }
 
-/// People's names for a preview; an id that cannot be looked up is shown as it is.
+/// An id that cannot be named, shortened so a card stays readable (`ou_fa77…b5f8`); the card's
+/// arguments still show it whole.
+fn short_id(id: &str) -> String {
+    let chars: Vec<char> = id.chars().collect();
+    if chars.len() <= 12 {
+        return id.to_owned();
+    }
+    let head: String = chars[..7].iter().collect();
+    let tail: String = chars[chars.len() - 4..].iter().collect();
+    format!("{head}…{tail}")
+}
+
+/// People's names for a preview; an id that cannot be looked up is shown shortened.
 pub(crate) async fn names(env: &ToolEnv, open_ids: &[String]) -> Vec<String> {
     let mut names = Vec::with_capacity(open_ids.len());
     // A preview looks up at most ten people; beyond that the count says enough.
@@ -104,10 +116,21 @@ pub(crate) async fn names(env: &ToolEnv, open_ids: &[String]) -> Vec<String> {
                     .and_then(Value::as_str)
                     .map(str::to_owned)
             });
-        names.push(name.unwrap_or_else(|| id.clone()));
+        names.push(name.unwrap_or_else(|| short_id(id)));
     }
     if open_ids.len() > 10 {
         names.push(format!("+{}", open_ids.len() - 10));
     }
     names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_id;
+
+    #[test]
+    fn unnamed_ids_are_shortened_but_recognisable() {
+        assert_eq!(short_id("ou_fa77b4f09ce1149cb948721a5ca4b5f8"), "ou_fa77…b5f8");
+        assert_eq!(short_id("ou_short"), "ou_short");
+    }
 }
