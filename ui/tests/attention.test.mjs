@@ -1,24 +1,16 @@
 // The sticky notice for a call that starts to wait where the user is not looking.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launch, openApp, shot } from './harness.mjs';
+import { useApp, shot } from './harness.mjs';
 
-let srv, browser;
-before(async () => {
-  srv = await startServer();
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-  srv?.server.close();
-});
+const open = useApp();
 
 const toast = (page) => page.getByTestId('attention-toast');
 const gone = (page) => page.waitForFunction(() => !document.querySelector('[data-testid="attention-toast"]'));
 const current = (page, sid) => page.locator(`[data-testid="session-row"][data-session-id="${sid}"][aria-current="true"]`);
 
 test('a call that waits in another conversation shows a notice; its button jumps to the card', async () => {
-  const page = await openApp(browser, srv.url, { opts: { sessions: 3 } });
+  const page = await open({ opts: { sessions: 3 } });
   assert.equal(await current(page, 's1').count(), 1);
   const id = await page.evaluate(() => window.__fake.propose({ session_id: 's2' }));
   await toast(page).waitFor();
@@ -37,7 +29,7 @@ test('a call that waits in another conversation shows a notice; its button jumps
 });
 
 test('the notice goes away once the call is decided anywhere', async () => {
-  const page = await openApp(browser, srv.url, { opts: { sessions: 3 }, locale: 'en-US' });
+  const page = await open({ opts: { sessions: 3 }, locale: 'en-US' });
   // Decided elsewhere (another window, a rule): the notice follows.
   const a = await page.evaluate(() => window.__fake.propose({ session_id: 's3' }));
   await toast(page).waitFor();
@@ -59,7 +51,7 @@ test('the notice goes away once the call is decided anywhere', async () => {
 });
 
 test('no notice for the conversation on screen; other pages do get one', async () => {
-  const page = await openApp(browser, srv.url, { opts: { sessions: 3 } });
+  const page = await open({ opts: { sessions: 3 } });
   const a = await page.evaluate(() => window.__fake.propose({ session_id: 's1' }));
   await page.locator(`[data-testid="approval-card"][data-call-id="${a}"]`).waitFor();
   await page.waitForTimeout(300);
@@ -79,7 +71,7 @@ test('no notice for the conversation on screen; other pages do get one', async (
 });
 
 test('several waiting calls coalesce into one notice that opens the inbox', async () => {
-  const page = await openApp(browser, srv.url, { opts: { sessions: 3 } });
+  const page = await open({ opts: { sessions: 3 } });
   await page.evaluate(() => {
     window.__fake.propose({ session_id: 's2' });
     window.__fake.propose({ session_id: 's3' });
@@ -95,7 +87,7 @@ test('several waiting calls coalesce into one notice that opens the inbox', asyn
 });
 
 test('a sign-in request elsewhere says so; Ctrl+Shift+J jumps to it; long titles are clipped', async () => {
-  const page = await openApp(browser, srv.url, { opts: { sessions: 3 }, locale: 'en-US', colorScheme: 'dark' });
+  const page = await open({ opts: { sessions: 3 }, locale: 'en-US', colorScheme: 'dark' });
   await page.evaluate(() => {
     window.__fake.sessions[1].title = '请帮我整理一下第三季度产品路线图评审会议的全部纪要并发给所有参会人员';
     window.__fake.propose({
@@ -126,7 +118,7 @@ test('a sign-in request elsewhere says so; Ctrl+Shift+J jumps to it; long titles
 });
 
 test('jumping to a card in the middle of a long conversation scrolls it into view', async () => {
-  const page = await openApp(browser, srv.url, { opts: { sessions: 3, longTimeline: 600 } });
+  const page = await open({ opts: { sessions: 3, longTimeline: 600 } });
   await page.locator('[data-testid="session-row"][data-session-id="s2"]').click();
   await current(page, 's2').waitFor();
   // A call waits in s1, its entry in the middle of 600 messages (as after a restart and a long chat).

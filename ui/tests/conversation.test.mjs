@@ -1,19 +1,11 @@
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launch, openApp, shot } from './harness.mjs';
+import { useApp, shot } from './harness.mjs';
 
-let srv, browser;
-before(async () => {
-  srv = await startServer();
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-  srv?.server.close();
-});
+const open = useApp();
 
 test('demo banner, empty state and status bar show', async () => {
-  const page = await openApp(browser, srv.url);
+  const page = await open();
   await page.getByTestId('demo-banner').waitFor();
   assert.match(await page.getByTestId('demo-banner').innerText(), /演示模式/);
   assert.match(await page.getByTestId('demo-banner').innerText(), /明天我有什么安排？/);
@@ -25,7 +17,7 @@ test('demo banner, empty state and status bar show', async () => {
 });
 
 test('send → approval card with summary → approve → collapses and the reply shows', async () => {
-  const page = await openApp(browser, srv.url);
+  const page = await open();
   await page.getByTestId('composer').fill('帮我通知大家明天开评审会');
   await page.getByTestId('composer').press('Enter');
   const card = page.getByTestId('approval-card');
@@ -47,7 +39,7 @@ test('send → approval card with summary → approve → collapses and the repl
 });
 
 test('reject with a reason sends it to the assistant', async () => {
-  const page = await openApp(browser, srv.url, { locale: 'en-US' });
+  const page = await open({ locale: 'en-US' });
   await page.getByTestId('composer').fill('tell the team');
   await page.getByTestId('send').click();
   const card = page.getByTestId('approval-card');
@@ -64,7 +56,7 @@ test('reject with a reason sends it to the assistant', async () => {
 });
 
 test('edit the arguments → approve edited sends approve_edited; invalid JSON blocks it', async () => {
-  const page = await openApp(browser, srv.url, { locale: 'en-US' });
+  const page = await open({ locale: 'en-US' });
   await page.getByTestId('composer').fill('tell the team');
   await page.getByTestId('composer').press('Control+Enter');
   const card = page.getByTestId('approval-card');
@@ -83,7 +75,7 @@ test('edit the arguments → approve edited sends approve_edited; invalid JSON b
 });
 
 test('always allow for this chat sends the constraint and a duration', async () => {
-  const page = await openApp(browser, srv.url, { locale: 'en-US' });
+  const page = await open({ locale: 'en-US' });
   await page.getByTestId('composer').fill('tell the team');
   await page.getByTestId('composer').press('Enter');
   const card = page.getByTestId('approval-card');
@@ -107,7 +99,7 @@ test('always allow for this chat sends the constraint and a duration', async () 
 });
 
 test('a failed send keeps the text and says why', async () => {
-  const page = await openApp(browser, srv.url, { opts: { failSend: 'The model is not reachable' } });
+  const page = await open({ opts: { failSend: 'The model is not reachable' } });
   await page.getByTestId('composer').fill('明天我有什么安排？');
   await page.getByTestId('send').click();
   await page.getByTestId('toast').waitFor();
@@ -117,7 +109,7 @@ test('a failed send keeps the text and says why', async () => {
 });
 
 test('auth card: sign in → waiting (with the URL) → signed in → resumed', async () => {
-  const page = await openApp(browser, srv.url);
+  const page = await open();
   await page.getByTestId('composer').fill('看看我的待办');
   await page.getByTestId('composer').press('Enter');
   const card = page.getByTestId('auth-card');
@@ -144,7 +136,7 @@ test('auth card: sign in → waiting (with the URL) → signed in → resumed', 
 });
 
 test('assistant markdown is sanitised', async () => {
-  const page = await openApp(browser, srv.url, { locale: 'en-US' });
+  const page = await open({ locale: 'en-US' });
   await page.getByTestId('composer').fill('markdown please');
   await page.getByTestId('composer').press('Enter');
   const a = page.getByTestId('item-assistant').last();
@@ -174,7 +166,7 @@ test('assistant markdown is sanitised', async () => {
 });
 
 test('dark theme and English apply', async () => {
-  const page = await openApp(browser, srv.url, { locale: 'en-US', colorScheme: 'dark' });
+  const page = await open({ locale: 'en-US', colorScheme: 'dark' });
   assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), 'dark');
   const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
   assert.equal(bg, 'rgb(26, 26, 26)');
@@ -186,14 +178,14 @@ test('dark theme and English apply', async () => {
 });
 
 test('a notification click selects the session and highlights the card', async () => {
-  const page = await openApp(browser, srv.url, { opts: { pending: 6, sessions: 3 } });
+  const page = await open({ opts: { pending: 6, sessions: 3 } });
   await page.evaluate(() => window.__fake.emitOpen({ session_id: 's2', call_id: 'p4' }));
   await page.locator('[data-testid="approval-card"][data-call-id="p4"]').waitFor();
   assert.equal(await page.locator('[data-testid="session-row"][data-session-id="s2"][aria-current="true"]').count(), 1);
 });
 
 test('a pending card scrolled out of view gets a marker that jumps to it', async () => {
-  const page = await openApp(browser, srv.url, { opts: { longTimeline: 400, pending: 0 } });
+  const page = await open({ opts: { longTimeline: 400, pending: 0 } });
   await page.getByTestId('timeline').waitFor();
   // A call waits (at the end) while the user reads the middle of a long conversation.
   await page.evaluate(() => {

@@ -4,6 +4,7 @@ import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { before, after } from 'node:test';
 import { chromium } from 'playwright-core';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -69,6 +70,21 @@ export async function openApp(browser, url, { opts = {}, locale = 'zh-CN', color
   await page.waitForSelector('[data-ready="true"]');
   page.errors = errors;
   return page;
+}
+
+/** Serves the app and launches Chromium before the calling test file's tests, closes both after them, and
+ *  returns `open(options)`: `openApp` on that browser and server, with the same options. */
+export function useApp() {
+  let srv, browser;
+  before(async () => {
+    srv = await startServer();
+    browser = await launch();
+  });
+  after(async () => {
+    await browser?.close();
+    srv?.server.close();
+  });
+  return (options) => openApp(browser, srv.url, options);
 }
 
 export async function shot(page, name) {

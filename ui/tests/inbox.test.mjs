@@ -1,19 +1,11 @@
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launch, openApp, shot } from './harness.mjs';
+import { useApp, shot } from './harness.mjs';
 
-let srv, browser;
-before(async () => {
-  srv = await startServer();
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-  srv?.server.close();
-});
+const open = useApp();
 
 test('the inbox holds 1,000 approvals, renders a window of them, and J/K/A work', async () => {
-  const page = await openApp(browser, srv.url, { opts: { pending: 1000, sessions: 3 } });
+  const page = await open({ opts: { pending: 1000, sessions: 3 } });
   assert.equal(await page.getByTestId('inbox-count').innerText(), '1000');
   await page.getByTestId('nav-inbox').click();
   await page.getByTestId('inbox-row').first().waitFor();
@@ -49,7 +41,7 @@ test('the inbox holds 1,000 approvals, renders a window of them, and J/K/A work'
 });
 
 test('batch approve sends the selected ids through decide_many', async () => {
-  const page = await openApp(browser, srv.url, { opts: { pending: 30, sessions: 3 }, locale: 'en-US' });
+  const page = await open({ opts: { pending: 30, sessions: 3 }, locale: 'en-US' });
   await page.getByTestId('nav-inbox').click();
   await page.getByTestId('inbox-row').first().waitFor();
   await page.getByTestId('inbox-select').nth(0).check();
@@ -78,7 +70,7 @@ test('batch approve sends the selected ids through decide_many', async () => {
 });
 
 test('R in the inbox asks for a reason in the drawer and rejects with it', async () => {
-  const page = await openApp(browser, srv.url, { opts: { pending: 5, sessions: 3 }, locale: 'en-US' });
+  const page = await open({ opts: { pending: 5, sessions: 3 }, locale: 'en-US' });
   await page.getByTestId('nav-inbox').click();
   await page.getByTestId('inbox-row').first().waitFor();
   await page.locator('body').click({ position: { x: 700, y: 10 } });
@@ -93,13 +85,13 @@ test('R in the inbox asks for a reason in the drawer and rejects with it', async
 });
 
 test('an empty inbox says nothing waits', async () => {
-  const page = await openApp(browser, srv.url, { locale: 'en-US' });
+  const page = await open({ locale: 'en-US' });
   await page.getByTestId('nav-inbox').click();
   assert.match(await page.getByTestId('inbox-empty').innerText(), /Nothing waits for you/);
 });
 
 test('a long conversation (10,000 entries) renders only a window', async () => {
-  const page = await openApp(browser, srv.url, { opts: { longTimeline: 10000 } });
+  const page = await open({ opts: { longTimeline: 10000 } });
   await page.getByTestId('timeline').waitFor();
   await page.waitForTimeout(200);
   const n = await page.locator('[data-vkey]').count();

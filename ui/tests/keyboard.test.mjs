@@ -1,18 +1,10 @@
 // Keyboard: Esc closes one thing at a time (menu, reason field, editor, drawer) and never loses typed text;
 // focus moves into the menu and back, and comes back from the drawer; the focus ring shows on every state.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launch, openApp, shot } from './harness.mjs';
+import { useApp, shot } from './harness.mjs';
 
-let srv, browser;
-before(async () => {
-  srv = await startServer();
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-  srv?.server.close();
-});
+const open = useApp();
 
 const focused = (page) => page.evaluate(() => document.activeElement?.dataset.testid ?? document.activeElement?.tagName);
 
@@ -25,7 +17,7 @@ async function withCard(page) {
 }
 
 test('the always-allow menu takes focus, moves with arrows, and Esc closes it back onto its button', async () => {
-  const page = await openApp(browser, srv.url, { locale: 'en-US' });
+  const page = await open({ locale: 'en-US' });
   const card = await withCard(page);
   await card.getByTestId('always-allow').focus();
   await page.keyboard.press('Enter');
@@ -53,7 +45,7 @@ test('the always-allow menu takes focus, moves with arrows, and Esc closes it ba
 });
 
 test('Esc closes the reason field and keeps its text, the edited arguments and the composer', async () => {
-  const page = await openApp(browser, srv.url, { locale: 'en-US' });
+  const page = await open({ locale: 'en-US' });
   const card = await withCard(page);
   await page.getByTestId('composer').fill('a draft for later');
   await card.getByTestId('edit').click();
@@ -86,7 +78,7 @@ test('Esc closes the reason field and keeps its text, the edited arguments and t
 });
 
 test('in the drawer, Esc closes the reason field first, then the drawer; edits survive the drawer closing', async () => {
-  const page = await openApp(browser, srv.url, { opts: { pending: 3, sessions: 3 }, locale: 'en-US' });
+  const page = await open({ opts: { pending: 3, sessions: 3 }, locale: 'en-US' });
   await page.getByTestId('nav-inbox').click();
   await page.getByTestId('inbox-row').first().waitFor();
   await page.locator('body').click({ position: { x: 700, y: 10 } });
@@ -116,7 +108,7 @@ test('in the drawer, Esc closes the reason field first, then the drawer; edits s
 });
 
 test('Esc closes the account drawer without touching the composer, and focus returns to the account button', async () => {
-  const page = await openApp(browser, srv.url, { opts: { signedIn: true }, locale: 'zh-CN' });
+  const page = await open({ opts: { signedIn: true }, locale: 'zh-CN' });
   await page.getByTestId('composer').fill('还没写完的话');
   await page.getByTestId('account').focus();
   await page.keyboard.press('Enter');
@@ -136,7 +128,7 @@ test('Esc closes the account drawer without touching the composer, and focus ret
 });
 
 test('Tab walks the approval card in reading order, with a ring that no state hides', async () => {
-  const page = await openApp(browser, srv.url, { opts: { sessions: 2 }, locale: 'zh-CN' });
+  const page = await open({ opts: { sessions: 2 }, locale: 'zh-CN' });
   const card = await withCard(page);
   await card.locator('.toggle').focus();
   const order = [];

@@ -1,18 +1,10 @@
 // Long Chinese titles and a narrow (1024 px) window: nothing overflows its pane, titles clip with an
 // ellipsis on one line, and the audit's time column is not cut.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launch, openApp, shot } from './harness.mjs';
+import { useApp, shot } from './harness.mjs';
 
-let srv, browser;
-before(async () => {
-  srv = await startServer();
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-  srv?.server.close();
-});
+const open = useApp();
 
 const LONG = '请帮我整理一下第三季度产品路线图评审会议的全部纪要并发给所有参会人员，顺便约下周的复盘会';
 const titles = [LONG, '本周周报：销售、市场、研发、客服四个部门的进展与下周计划汇总', '安排下周一例会'];
@@ -34,7 +26,7 @@ const overflowing = (page) =>
 const oneLine = (loc) => loc.evaluate((el) => el.getBoundingClientRect().height < 2 * parseFloat(getComputedStyle(el).lineHeight));
 
 test('long titles in the sidebar, the conversation header and the inbox stay on one line', async () => {
-  const page = await openApp(browser, srv.url, { opts: { sessions: 3, titles, pending: 6 }, width: 1024, height: 700 });
+  const page = await open({ opts: { sessions: 3, titles, pending: 6 }, width: 1024, height: 700 });
   await page.locator('[data-testid="session-row"][data-session-id="s1"]').click();
   const h1 = page.locator('.conv-head h1');
   assert.equal(await h1.innerText(), LONG);
@@ -52,7 +44,7 @@ test('long titles in the sidebar, the conversation header and the inbox stay on 
 });
 
 test('the audit time column shows the whole time beside the drawer, in Chinese', async () => {
-  const page = await openApp(browser, srv.url, { opts: { sessions: 3, titles }, width: 1024, height: 700 });
+  const page = await open({ opts: { sessions: 3, titles }, width: 1024, height: 700 });
   await page.getByTestId('nav-audit').click();
   await page.getByTestId('audit-row').first().click();
   await page.getByTestId('audit-detail').waitFor();
@@ -63,7 +55,7 @@ test('the audit time column shows the whole time beside the drawer, in Chinese',
 });
 
 test('dark theme, English: the inbox with the drawer and the attention notice', async () => {
-  const page = await openApp(browser, srv.url, { opts: { sessions: 3, titles, pending: 4 }, locale: 'en-US', colorScheme: 'dark', width: 1024, height: 700 });
+  const page = await open({ opts: { sessions: 3, titles, pending: 4 }, locale: 'en-US', colorScheme: 'dark', width: 1024, height: 700 });
   await page.getByTestId('nav-inbox').click();
   await page.getByTestId('inbox-row').nth(1).click();
   await page.getByTestId('drawer').getByTestId('approval-card').waitFor();

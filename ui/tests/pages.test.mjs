@@ -1,19 +1,11 @@
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launch, openApp, shot } from './harness.mjs';
+import { useApp, shot } from './harness.mjs';
 
-let srv, browser;
-before(async () => {
-  srv = await startServer();
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-  srv?.server.close();
-});
+const open = useApp();
 
 test('the language switch changes the strings at once and is saved', async () => {
-  const page = await openApp(browser, srv.url, { locale: 'zh-CN' });
+  const page = await open({ locale: 'zh-CN' });
   assert.match(await page.getByTestId('nav-inbox').innerText(), /待审批/);
   await page.getByTestId('nav-settings').click();
   await page.getByTestId('language').selectOption('en');
@@ -27,7 +19,7 @@ test('the language switch changes the strings at once and is saved', async () =>
 });
 
 test('the theme switch applies dark at once', async () => {
-  const page = await openApp(browser, srv.url, { locale: 'en-US', colorScheme: 'light' });
+  const page = await open({ locale: 'en-US', colorScheme: 'light' });
   assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), 'light');
   await page.getByTestId('nav-settings').click();
   await page.getByTestId('theme').selectOption('dark');
@@ -37,7 +29,7 @@ test('the theme switch applies dark at once', async () => {
 });
 
 test('settings validate inline, compute the redirect URL live, and show restart notes', async () => {
-  const page = await openApp(browser, srv.url, { locale: 'en-US' });
+  const page = await open({ locale: 'en-US' });
   await page.getByTestId('nav-settings').click();
   const url = page.getByTestId('redirect-url');
   assert.equal(await url.inputValue(), 'http://127.0.0.1:53682/callback');
@@ -74,7 +66,7 @@ test('settings validate inline, compute the redirect URL live, and show restart 
 });
 
 test('audit: filter by kind, open an entry, export CSV and show it in the folder', async () => {
-  const page = await openApp(browser, srv.url, { locale: 'zh-CN' });
+  const page = await open({ locale: 'zh-CN' });
   await page.getByTestId('nav-audit').click();
   await page.getByTestId('audit-row').first().waitFor();
   await page.getByTestId('kind-approval.').click();
@@ -98,7 +90,7 @@ test('audit: filter by kind, open an entry, export CSV and show it in the folder
 });
 
 test('account drawer after sign-in shows the permissions', async () => {
-  const page = await openApp(browser, srv.url, { locale: 'zh-CN', opts: { signedIn: true } });
+  const page = await open({ locale: 'zh-CN', opts: { signedIn: true } });
   assert.match(await page.getByTestId('account').innerText(), /张三/);
   await page.getByTestId('account').click();
   await page.getByTestId('account-panel').waitFor();
@@ -109,12 +101,12 @@ test('account drawer after sign-in shows the permissions', async () => {
 });
 
 test('a core that cannot open shows why instead of the app', async () => {
-  const page = await openApp(browser, srv.url, { locale: 'en-US', opts: { startupError: 'the database at /data/companion.db is from a newer version' } });
+  const page = await open({ locale: 'en-US', opts: { startupError: 'the database at /data/companion.db is from a newer version' } });
   assert.match(await page.getByTestId('startup-error').innerText(), /could not start[\s\S]*newer version/);
   assert.equal(await page.getByTestId('composer').count(), 0);
 });
 
 test('the shell hears that the first frame is painted', async () => {
-  const page = await openApp(browser, srv.url);
+  const page = await open();
   await page.waitForFunction(() => window.__fake.commandsCalled('ui_ready').length === 1);
 });

@@ -5,6 +5,9 @@ const MIN = 60_000;
 const HOUR = 60 * MIN;
 const DAY = 24 * HOUR;
 
+/** The locale the browser formats dates in for a UI language. */
+const locale = (lang: Lang) => (lang === 'zh' ? 'zh-CN' : 'en-US');
+
 /** A duration in words: "23h 59m" / "23 小时 59 分"; minutes round up so a countdown never shows 0 early. */
 export function formatDuration(ms: number, lang: Lang): string {
   const total = Math.max(0, ms);
@@ -55,25 +58,17 @@ export function formatAge(at: number, now: number, lang: Lang): string {
 
 /** A short date: "5月3日" / "May 3". */
 export function formatDate(at: number, lang: Lang): string {
-  return new Date(at).toLocaleDateString(lang === 'zh' ? 'zh-CN' : 'en-US', { month: 'short', day: 'numeric' });
+  return new Date(at).toLocaleDateString(locale(lang), { month: 'short', day: 'numeric' });
 }
 
 /** Date and time: "2025/5/3 14:05" style, in the UI language. */
 export function formatDateTime(at: number, lang: Lang): string {
-  return new Date(at).toLocaleString(lang === 'zh' ? 'zh-CN' : 'en-US', {
-    year: 'numeric',
-    month: 'short',
-    day: 'numeric',
-    hour: '2-digit',
-    minute: '2-digit',
-    second: '2-digit',
-    hour12: false,
-  });
+  return dateAndClock(at, lang, true);
 }
 
 /** Just the clock time "14:05". */
 export function formatTime(at: number, lang: Lang): string {
-  return new Date(at).toLocaleTimeString(lang === 'zh' ? 'zh-CN' : 'en-US', {
+  return new Date(at).toLocaleTimeString(locale(lang), {
     hour: '2-digit',
     minute: '2-digit',
     hour12: false,
@@ -82,10 +77,13 @@ export function formatTime(at: number, lang: Lang): string {
 
 /** A compact timestamp for tables: "11月30日 22:30:05" / "Nov 30, 22:30:05", with the year only when it is not this year's. */
 export function formatStamp(at: number, now: number, lang: Lang): string {
-  const d = new Date(at);
-  const sameYear = d.getFullYear() === new Date(now).getFullYear();
-  return d.toLocaleString(lang === 'zh' ? 'zh-CN' : 'en-US', {
-    year: sameYear ? undefined : 'numeric',
+  return dateAndClock(at, lang, new Date(at).getFullYear() !== new Date(now).getFullYear());
+}
+
+/** Month, day and the 24-hour time with seconds, and the year when `withYear`. */
+function dateAndClock(at: number, lang: Lang, withYear: boolean): string {
+  return new Date(at).toLocaleString(locale(lang), {
+    year: withYear ? 'numeric' : undefined,
     month: 'short',
     day: 'numeric',
     hour: '2-digit',
