@@ -270,6 +270,11 @@ async fn preview_send(env: Arc<ToolEnv>, args: Map<String, Value>) -> Preview {
         if members > LARGE_CHAT {
             risk = Risk::High;
         }
+        // Named as its own field so an "always allow for this chat" choice can say which chat.
+        fields.push(PreviewField {
+            label: Localized::new("会话", "Chat"),
+            value: name.clone(),
+        });
         if members > 0 {
             fields.push(PreviewField {
                 label: Localized::new("群成员", "Members"),
