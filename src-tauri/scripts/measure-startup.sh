@@ -18,10 +18,10 @@
 #                         once per process; PSS (proportional) splits them and is the fairer total.
 #
 # Measured on the 2-core development VM (Debian 12, WebKitGTK 2.50, Xvfb, so Mesa's software GL),
-# median of 5 release runs: page loaded 394 ms, UI painted 769 ms; RSS 178 MB for the app process
-# (35 MB of it its own heap; the rest mapped libraries, 43 MB of them libLLVM for software GL),
-# 499 MB with WebKit's two processes, 313 MB PSS. WEBKIT_DISABLE_COMPOSITING_MODE=1 takes the web
-# process's software GL away: 418 MB RSS, 239 MB PSS.
+# median of 5 release runs (thin LTO): page loaded 518 ms, UI painted 869 ms; RSS 175 MB for the
+# app process (35 MB of it its own heap; the rest mapped libraries, 44 MB of them libLLVM for
+# software GL), 497 MB with WebKit's two processes, 310 MB PSS. WEBKIT_DISABLE_COMPOSITING_MODE=1
+# takes the web process's software GL away (about 418 MB RSS, 240 MB PSS); the app process stays.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
