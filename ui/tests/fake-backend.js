@@ -120,7 +120,7 @@
   for (let i = 0; i < 60; i++) {
     const kinds = ['approval.requested', 'approval.approved', 'approval.rejected', 'call.dispatched', 'call.completed', 'rule.created', 'auth.signed_in'];
     const k = kinds[i % kinds.length];
-    audit.push({ at: now() - i * 37 * 60e3, session_id: 's1', call_id: 'c' + i, tool: k.startsWith('auth') ? null : 'send_message', kind: k, actor: k.startsWith('approval.a') ? 'user' : 'engine', detail: { n: i, reason: k.endsWith('rejected') ? '改到周五' : undefined } });
+    audit.push({ at: now() - i * 37 * 60e3, session_id: 's1', call_id: 'c' + i, tool: k.startsWith('auth') ? null : 'send_message', tool_title: k.startsWith('auth') ? null : { zh: '发送消息', en: 'Send a message' }, kind: k, label: { zh: { 'approval.requested': '请求批准', 'approval.approved': '已批准', 'approval.rejected': '已拒绝' }[k] ?? k, en: { 'approval.requested': 'Approval requested', 'approval.approved': 'Approved', 'approval.rejected': 'Rejected' }[k] ?? k }, actor: k.startsWith('approval.a') ? 'user' : 'engine', detail: { n: i, reason: k.endsWith('rejected') ? '改到周五' : undefined } });
   }
 
   // ---- events

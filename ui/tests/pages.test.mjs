@@ -70,7 +70,10 @@ test('audit: filter by kind, open an entry, export CSV and show it in the folder
   await page.getByTestId('nav-audit').click();
   await page.getByTestId('audit-row').first().waitFor();
   await page.getByTestId('kind-approval.').click();
-  await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="audit-row"]')].every((r) => r.textContent.includes('approval.')));
+  // Rows name the kind in words; the raw kind stays in the chip's tooltip.
+  await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="audit-row"] .chip')].every((c) => c.title.startsWith('approval.')));
+  const chip = await page.locator('[data-testid="audit-row"] .chip').first().innerText();
+  assert.ok(['请求批准', '已批准', '已拒绝', 'Approval requested', 'Approved', 'Rejected'].includes(chip), chip);
   const q = (await page.evaluate(() => window.__fake.commandsCalled('audit'))).at(-1).args.query;
   assert.equal(q.kind_prefix, 'approval.');
   await page.getByTestId('audit-row').first().click();

@@ -59,6 +59,36 @@ pub fn tool_title(tool: &str) -> Text {
     Text::new(zh, en)
 }
 
+/// An audit line's kind in words ("approval.rejected" → "Rejected"); unknown kinds as they are.
+pub fn audit_kind(kind: &str) -> Text {
+    let (zh, en) = match kind {
+        "approval.requested" => ("请求批准", "Approval requested"),
+        "approval.approved" => ("已批准", "Approved"),
+        "approval.approved_edited" => ("修改后批准", "Approved with edits"),
+        "approval.rejected" => ("已拒绝", "Rejected"),
+        "approval.expired" => ("已过期", "Expired"),
+        "approval.blocked_by_rule" => ("被规则拦截", "Blocked by a rule"),
+        "auth.requested" => ("请求授权", "Permission requested"),
+        "auth.granted" => ("已授权", "Permission granted"),
+        "auth.declined" => ("拒绝授权", "Permission declined"),
+        "call.dispatched" => ("已发送", "Sent"),
+        "call.completed" => ("已完成", "Completed"),
+        "call.cancelled" => ("已取消", "Cancelled"),
+        "call.invalid_arguments" => ("参数无效", "Invalid arguments"),
+        "call.malformed_arguments" => ("参数格式错误", "Malformed arguments"),
+        "call.unknown_tool" => ("未知工具", "Unknown tool"),
+        "call.outcome_unknown" => ("结果未知", "Outcome unknown"),
+        "call.retry" => ("重新发送", "Sent again"),
+        "call.retry_after_crash" => ("崩溃后重发", "Re-sent after a crash"),
+        "call.settled" => ("已确认结果", "Outcome confirmed"),
+        "rule.created" => ("创建规则", "Rule created"),
+        "rule.revoked" => ("撤销规则", "Rule revoked"),
+        "turn.closed" => ("回合结束", "Turn closed"),
+        other => (other, other),
+    };
+    Text::new(zh, en)
+}
+
 /// A Feishu permission in words; the raw scope stays in [`ScopeView::scope`].
 pub fn scope(scope: &str) -> ScopeView {
     let (zh, en) = match scope {
@@ -129,6 +159,27 @@ mod tests {
             assert!(APP_SCOPES.contains(s), "{s} missing from APP_SCOPES");
         }
         assert!(APP_SCOPES.contains(&crate::core::PEOPLE_NAMES_SCOPE));
+    }
+
+    #[test]
+    fn every_audit_kind_the_engine_writes_has_words() {
+        let engine = include_str!("../../agent/src/engine.rs");
+        let mut kinds = 0;
+        for prefix in ["\"approval.", "\"auth.", "\"call.", "\"rule.", "\"turn."] {
+            for (i, _) in engine.match_indices(prefix) {
+                let rest = &engine[i + 1..];
+                let kind: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || *c == '.' || *c == '_')
+                    .collect();
+                if kind.ends_with('.') || !rest[kind.len()..].starts_with('"') {
+                    continue;
+                }
+                kinds += 1;
+                assert_ne!(audit_kind(&kind).en, kind, "no words for {kind}");
+            }
+        }
+        assert!(kinds >= 20, "found only {kinds} audit kinds in the engine");
     }
 
     #[test]

@@ -399,8 +399,12 @@ pub struct AuditView {
     pub tool: Option<String>,
     /// `approval.requested`, `approval.approved`, `call.dispatched`…
     pub kind: String,
+    /// The kind in words.
+    pub label: Text,
     /// `user`, `agent:<name>`, `rule:<id>`, `engine`.
     pub actor: String,
+    /// The tool in words, if any.
+    pub tool_title: Option<Text>,
     /// The particulars.
     #[ts(type = "unknown")]
     pub detail: Value,
@@ -409,6 +413,8 @@ pub struct AuditView {
 impl From<AuditEntry> for AuditView {
     fn from(a: AuditEntry) -> AuditView {
         AuditView {
+            label: labels::audit_kind(&a.kind),
+            tool_title: a.tool.as_deref().map(labels::tool_title),
             at: a.at,
             session_id: a.session_id,
             call_id: a.call_id,
@@ -891,7 +897,9 @@ mod tests {
             call_id: None,
             tool: Some("send_message".into()),
             kind: "approval.rejected".into(),
+            label: labels::audit_kind("approval.rejected"),
             actor: "user".into(),
+            tool_title: Some(labels::tool_title("send_message")),
             detail: serde_json::json!({"reason": "不要, \"现在\""}),
         };
         let csv = audit_csv(&[entry]);
