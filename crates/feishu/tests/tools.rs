@@ -495,7 +495,10 @@ async fn write_previews_read_well_in_both_languages() {
     assert_eq!(send.risk, Risk::Normal);
     assert_eq!(send.fields[0].value, "周会改到三点");
     assert_eq!(
-        (send.fields[1].label.en.as_str(), send.fields[1].value.as_str()),
+        (
+            send.fields[1].label.en.as_str(),
+            send.fields[1].value.as_str()
+        ),
         ("Chat", "产品研发部")
     );
     let all_hands = s

@@ -130,7 +130,10 @@ mod tests {
 
     #[test]
     fn unnamed_ids_are_shortened_but_recognisable() {
-        assert_eq!(short_id("ou_fa77b4f09ce1149cb948721a5ca4b5f8"), "ou_fa77…b5f8");
+        assert_eq!(
+            short_id("ou_fa77b4f09ce1149cb948721a5ca4b5f8"),
+            "ou_fa77…b5f8"
+        );
         assert_eq!(short_id("ou_short"), "ou_short");
     }
 }
