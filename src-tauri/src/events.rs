@@ -50,12 +50,13 @@ fn handle<R: Runtime>(app: &AppHandle<R>, companion: &Companion, event: &UiEvent
             log::warn!("cannot send an event to the UI: {e}");
         }
     }
-    match event {
-        UiEvent::SignIn(SignInStatus::Waiting { url }) => signin::waiting(&shell, url),
-        UiEvent::SignIn(
-            SignInStatus::SignedIn { .. } | SignInStatus::Declined | SignInStatus::Failed { .. },
-        ) => signin::finished(app, &shell),
-        _ => {}
+    // `Waiting` is not taken from here: the `sign_in` command records the waiting page itself,
+    // before it returns, and this event can arrive after the user already closed the window.
+    if let UiEvent::SignIn(
+        SignInStatus::SignedIn { .. } | SignInStatus::Declined | SignInStatus::Failed { .. },
+    ) = event
+    {
+        signin::finished(app, &shell);
     }
 }
 

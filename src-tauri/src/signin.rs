@@ -215,11 +215,6 @@ pub(crate) fn close_window<R: Runtime>(app: &AppHandle<R>, shell: &Shell) {
     }
 }
 
-/// The core reports a sign-in waiting on `url` (the same page the ticket named).
-pub(crate) fn waiting(shell: &Shell, url: &str) {
-    lock(&shell.sign_in).url = Some(url.to_owned());
-}
-
 /// The core reports the sign-in finished (signed in, declined or failed).
 pub(crate) fn finished<R: Runtime>(app: &AppHandle<R>, shell: &Shell) {
     {
