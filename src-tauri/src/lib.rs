@@ -136,7 +136,10 @@ async fn open(launch: &Launch) -> Result<Companion, String> {
 /// Runs the desktop app: reads the command line, then the event loop until the user quits.
 pub fn run() -> anyhow::Result<()> {
     let started = Instant::now();
-    let launch = match Launch::parse(std::env::args_os().skip(1), |name| std::env::var_os(name)) {
+    let mut args = std::env::args_os();
+    // The first argument is the program's own path.
+    let _ = args.next();
+    let launch = match Launch::parse(args, |name| std::env::var_os(name)) {
         Ok(launch) => launch,
         Err(LaunchError::Help) => {
             eprint!("{}", launch::USAGE);
