@@ -132,7 +132,7 @@ struct Inner {
     demo: Option<Demo>,
     events: broadcast::Sender<UiEvent>,
     sign_in: Mutex<Option<tokio::task::JoinHandle<()>>>,
-    titles: Arc<Mutex<std::collections::HashMap<String, String>>>,
+    titles: Mutex<std::collections::HashMap<String, String>>,
 }
 
 /// The app, without its window: everything the UI, the tests and a CLI drive.
@@ -268,7 +268,7 @@ impl Companion {
                 demo,
                 events,
                 sign_in: Mutex::new(None),
-                titles: Arc::default(),
+                titles: Mutex::default(),
             }),
         };
         companion.forward_engine_events();
@@ -312,8 +312,9 @@ impl Companion {
         &self.inner.engine
     }
 
-    pub(crate) fn titles(&self) -> Arc<Mutex<std::collections::HashMap<String, String>>> {
-        self.inner.titles.clone()
+    /// Conversation titles already worked out, by session id.
+    pub(crate) fn titles(&self) -> &Mutex<std::collections::HashMap<String, String>> {
+        &self.inner.titles
     }
 
     /// Whether the app runs on the built-in emulator and scripted model.

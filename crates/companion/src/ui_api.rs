@@ -71,7 +71,7 @@ impl Companion {
 
     /// A conversation's title: the start of its first message, remembered once known.
     fn session_title(&self, session_id: &str) -> Result<String, CompanionError> {
-        if let Some(title) = lock(&self.titles()).get(session_id) {
+        if let Some(title) = lock(self.titles()).get(session_id) {
             return Ok(title.clone());
         }
         let events = self.session_events(session_id)?;
@@ -87,7 +87,7 @@ impl Companion {
             return Ok(String::new());
         };
         let title = cut(first.lines().next().unwrap_or_default().trim(), TITLE_CHARS);
-        lock(&self.titles()).insert(session_id.to_owned(), title.clone());
+        lock(self.titles()).insert(session_id.to_owned(), title.clone());
         Ok(title)
     }
 
