@@ -1,0 +1,180 @@
+//! The user's decisions on held calls: approve (as proposed or edited, validated again and
+//! re-previewed), reject with a reason the model is told, or always allow (which also writes a
+//! rule). A decision is taken under the session's lock after re-reading the call, so two surfaces
+//! deciding at once cannot both win.
+
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    Decision, Engine, EngineError, PREVIEW_TIMEOUT, SessionGuard, Turn, TurnOutcome, args_hash,
+};
+use crate::event::EventActions;
+use crate::persist::{
+    ApprovalDecision, CallFilter, CallRecord, CallStatus, Commit, InvocationRecord, Rule,
+    RuleEffect, Verdict,
+};
+use crate::result::{ToolOutcome, ToolResult};
+use crate::state::StateMap;
+
+impl Engine {
+    /// Loads a call and locks its session, checking it is in one of `states`.
+    pub(super) async fn held_call(
+        &self,
+        call_id: &str,
+        states: &[CallStatus],
+    ) -> Result<(SessionGuard, CallRecord, InvocationRecord), EngineError> {
+        let call = self
+            .inner
+            .store
+            .call(call_id)?
+            .ok_or_else(|| EngineError::CallNotFound(call_id.to_owned()))?;
+        let guard = self.lock_session(&call.session_id).await?;
+        // Read again under the lock: another decision may have landed while we waited.
+        let call = self
+            .inner
+            .store
+            .call(call_id)?
+            .ok_or_else(|| EngineError::CallNotFound(call_id.to_owned()))?;
+        if !states.contains(&call.status) {
+            return Err(EngineError::NotPending {
+                call_id: call_id.to_owned(),
+                status: call.status,
+            });
+        }
+        let inv = self
+            .inner
+            .store
+            .invocation(&call.invocation_id)?
+            .ok_or_else(|| EngineError::CallNotFound(call_id.to_owned()))?;
+        Ok((guard, call, inv))
+    }
+
+    /// Decides a call held for approval and moves its turn on.
+    pub async fn decide(
+        &self,
+        call_id: &str,
+        decision: Decision,
+    ) -> Result<TurnOutcome, EngineError> {
+        let (mut guard, mut call, inv) = self
+            .held_call(call_id, &[CallStatus::AwaitingApproval])
+            .await?;
+        let s = guard.cache();
+        let now = self.now();
+        let mut commit = Commit::default();
+        let verdict = match &decision {
+            Decision::Approve | Decision::AlwaysAllow { .. } => Verdict::Approved,
+            Decision::ApproveEdited(_) => Verdict::ApprovedEdited,
+            Decision::Reject { .. } => Verdict::Rejected,
+        };
+        if let Decision::ApproveEdited(args) = &decision {
+            self.node(&call.agent_name)
+                .agent
+                .validate_args(&call.tool, args)
+                .map_err(|message| EngineError::InvalidArguments {
+                    call_id: call_id.to_owned(),
+                    message,
+                })?;
+            call.original_args = Some(std::mem::replace(&mut call.args, args.clone()));
+            // The record shows what ran: describe the edited call, not the model's.
+            if let Some(tool) = self.node(&call.agent_name).agent.tool(&call.tool).cloned()
+                && let Ok(preview) =
+                    tokio::time::timeout(PREVIEW_TIMEOUT, tool.preview(&call.args)).await
+            {
+                call.preview = preview;
+            }
+        }
+        if let Decision::AlwaysAllow {
+            constraints,
+            expires_at,
+        } = &decision
+        {
+            let rule = Rule {
+                id: format!("rule_{}", uuid::Uuid::new_v4().simple()),
+                tool: call.tool.clone(),
+                effect: RuleEffect::AlwaysAllow,
+                arg_constraints: constraints.clone(),
+                expires_at: *expires_at,
+                created_by: "user".to_owned(),
+                from_call_id: Some(call.call_id.clone()),
+                created_at: now,
+                revoked_at: None,
+            };
+            commit
+                .audit
+                .push(self.audit(s, Some(&call), "rule.created", "user", json!(rule)));
+            commit.rules.push(rule);
+        }
+        let reason = match &decision {
+            Decision::Reject { reason } => reason.clone().filter(|r| !r.trim().is_empty()),
+            _ => None,
+        };
+        call.decision = Some(ApprovalDecision {
+            verdict,
+            decided_by: "user".to_owned(),
+            decided_at: now,
+            reason: reason.clone(),
+            args_hash: (verdict != Verdict::Rejected).then(|| args_hash(&call.args)),
+        });
+        call.updated_at = now;
+        let kind = match verdict {
+            Verdict::Rejected => "approval.rejected",
+            Verdict::ApprovedEdited => "approval.approved_edited",
+            _ => "approval.approved",
+        };
+        commit.audit.push(self.audit(
+            s,
+            Some(&call),
+            kind,
+            "user",
+            json!({"args": call.args, "original_args": call.original_args, "reason": reason}),
+        ));
+        if verdict == Verdict::Rejected {
+            let text = match &reason {
+                Some(reason) => format!("The user rejected this call. Their reason: {reason}"),
+                None => "The user rejected this call.".to_owned(),
+            };
+            let turn = Turn {
+                inv: inv.clone(),
+                temp: StateMap::new(),
+                cancel: CancellationToken::new(),
+            };
+            let result = ToolResult::new(ToolOutcome::Blocked).with_content(text);
+            let (event, _) =
+                self.response_event(&turn, &call, result.into(), EventActions::default(), None);
+            self.mark_done(&mut call, ToolOutcome::Blocked);
+            commit.events.push(event);
+        } else {
+            call.status = CallStatus::Approved;
+            call.version += 1;
+        }
+        commit.calls.push(call);
+        self.commit(s, commit)?;
+        self.resume(s, inv).await
+    }
+
+    /// Decides several calls, in order; stops at the first failure.
+    pub async fn decide_many(
+        &self,
+        decisions: Vec<(String, Decision)>,
+    ) -> Result<Vec<TurnOutcome>, EngineError> {
+        let mut outcomes = Vec::with_capacity(decisions.len());
+        for (call_id, decision) in decisions {
+            outcomes.push(self.decide(&call_id, decision).await?);
+        }
+        Ok(outcomes)
+    }
+
+    /// Calls waiting for the user across all sessions (approvals, sign-ins, unknown outcomes),
+    /// oldest first.
+    pub fn pending_calls(&self) -> Result<Vec<CallRecord>, EngineError> {
+        Ok(self.inner.store.calls(&CallFilter {
+            statuses: vec![
+                CallStatus::AwaitingApproval,
+                CallStatus::AwaitingAuth,
+                CallStatus::OutcomeUnknown,
+            ],
+            ..CallFilter::default()
+        })?)
+    }
+}

@@ -1,0 +1,508 @@
+//! The turn loop: a user message opens an invocation, and [`Engine::advance`] moves it on —
+//! running ready calls, suspending while any call is held, calling the model again otherwise —
+//! until the model answers without calling functions. Closing, cancelling and resuming a turn
+//! live here too, since every later act (a decision, a sign-in, an expiry) re-enters the loop
+//! through [`Engine::resume`].
+
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::model_call::ModelOutcome;
+use super::{Engine, EngineError, SESSION_ENDED_VARIABLE, SessionCache, Turn, TurnOutcome, lock};
+use crate::content::{Content, ROLE_MODEL, ROLE_USER};
+use crate::event::{Event, EventActions};
+use crate::persist::{
+    ApprovalDecision, CallFilter, CallRecord, CallStatus, Commit, InvocationRecord,
+    InvocationStatus, Verdict,
+};
+use crate::result::{ToolOutcome, ToolResult};
+use crate::state::StateMap;
+
+impl Engine {
+    /// Sends a user message: starts a turn and runs it until it completes or suspends.
+    ///
+    /// A turn still suspended in this session is closed first: its held calls are answered
+    /// `CANCELLED` ("superseded").
+    pub async fn send_message(
+        &self,
+        session_id: &str,
+        content: Content,
+    ) -> Result<TurnOutcome, EngineError> {
+        let token = self.start_running(session_id)?;
+        let result = self.send_message_running(session_id, content, token).await;
+        self.stop_running(session_id);
+        result
+    }
+
+    pub(super) async fn send_message_running(
+        &self,
+        session_id: &str,
+        content: Content,
+        cancel: CancellationToken,
+    ) -> Result<TurnOutcome, EngineError> {
+        let mut guard = self.lock_session(session_id).await?;
+        let s = guard.cache();
+        if s.state.contains_key(SESSION_ENDED_VARIABLE) {
+            return Err(EngineError::SessionEnded(session_id.to_owned()));
+        }
+        for inv in self.open_invocations(&s.id)? {
+            // What the user already approved still happens; only what is still held is dropped.
+            let mut turn = Turn {
+                inv: inv.clone(),
+                temp: StateMap::new(),
+                cancel: CancellationToken::new(),
+            };
+            for call in self.open_calls(&inv.id)? {
+                if call.status == CallStatus::Approved {
+                    self.dispatch(s, &mut turn, call).await?;
+                }
+            }
+            self.close_invocation(
+                s,
+                inv,
+                InvocationStatus::Superseded,
+                "superseded by a newer message from the user",
+            )?;
+        }
+        let now = self.now();
+        let inv = InvocationRecord {
+            id: format!("inv_{}", uuid::Uuid::new_v4().simple()),
+            session_id: s.id.clone(),
+            agent_name: self.inner.root.clone(),
+            status: InvocationStatus::Running,
+            model_calls: 0,
+            started_at: now,
+            updated_at: now,
+        };
+        let mut user_event = Event::new(inv.id.clone(), crate::event::USER_AUTHOR);
+        user_event.timestamp = now;
+        user_event.content = Some(Content {
+            role: Some(ROLE_USER.to_owned()),
+            ..content
+        });
+        self.commit(
+            s,
+            Commit {
+                events: vec![user_event],
+                invocations: vec![inv.clone()],
+                ..Commit::default()
+            },
+        )?;
+        let mut turn = Turn {
+            inv,
+            temp: StateMap::new(),
+            cancel,
+        };
+        // before_agent: the first callback with content answers for the agent.
+        let node = self.node(&turn.inv.agent_name);
+        let callbacks = node.agent.callbacks.before_agent.clone();
+        let mut delta = StateMap::new();
+        let skip = if callbacks.is_empty() {
+            None
+        } else {
+            let mut ctx = self.callback_context(s, &turn);
+            let skip = callbacks.iter().find_map(|cb| cb(&mut ctx));
+            Self::absorb(&mut turn, &mut ctx, &mut delta);
+            skip
+        };
+        if let Some(content) = skip {
+            let mut event = self.agent_event(
+                &turn,
+                Some(Content {
+                    role: Some(ROLE_MODEL.to_owned()),
+                    ..content
+                }),
+            );
+            event.actions.state_delta = delta;
+            event.turn_complete = true;
+            // The agent did not run, so neither do its after_agent callbacks (as in ADK).
+            turn.inv.status = InvocationStatus::Completed;
+            turn.inv.updated_at = self.now();
+            self.commit(
+                s,
+                Commit {
+                    events: vec![event],
+                    invocations: vec![turn.inv.clone()],
+                    ..Commit::default()
+                },
+            )?;
+            return Ok(TurnOutcome {
+                invocation_id: turn.inv.id.clone(),
+                status: InvocationStatus::Completed,
+            });
+        }
+        if !delta.is_empty() {
+            let mut event = self.agent_event(&turn, None);
+            event.actions.state_delta = delta;
+            self.commit(
+                s,
+                Commit {
+                    events: vec![event],
+                    ..Commit::default()
+                },
+            )?;
+        }
+        self.advance(s, &mut turn).await
+    }
+
+    /// The session's turns that are still open (suspended, or running when the process died).
+    pub(super) fn open_invocations(
+        &self,
+        session_id: &str,
+    ) -> Result<Vec<InvocationRecord>, EngineError> {
+        Ok(self
+            .inner
+            .store
+            .invocations_with_status(&[InvocationStatus::Running, InvocationStatus::Suspended])?
+            .into_iter()
+            .filter(|inv| inv.session_id == session_id)
+            .collect())
+    }
+
+    pub(super) fn open_calls(&self, invocation_id: &str) -> Result<Vec<CallRecord>, EngineError> {
+        Ok(self.inner.store.calls(&CallFilter {
+            invocation_id: Some(invocation_id.to_owned()),
+            statuses: vec![
+                CallStatus::AwaitingApproval,
+                CallStatus::Approved,
+                CallStatus::Dispatching,
+                CallStatus::AwaitingAuth,
+                CallStatus::OutcomeUnknown,
+            ],
+            ..CallFilter::default()
+        })?)
+    }
+
+    /// Ends a turn: answers its open calls `CANCELLED` with `note` and records its new status.
+    pub(super) fn close_invocation(
+        &self,
+        s: &mut SessionCache,
+        mut inv: InvocationRecord,
+        status: InvocationStatus,
+        note: &str,
+    ) -> Result<(), EngineError> {
+        let verdict = if status == InvocationStatus::Superseded {
+            Verdict::Superseded
+        } else {
+            Verdict::Cancelled
+        };
+        let turn = Turn {
+            inv: inv.clone(),
+            temp: StateMap::new(),
+            cancel: CancellationToken::new(),
+        };
+        let mut commit = Commit::default();
+        for mut call in self.open_calls(&inv.id)? {
+            if call.status == CallStatus::AwaitingApproval {
+                call.decision = Some(ApprovalDecision {
+                    verdict,
+                    decided_by: "engine".to_owned(),
+                    decided_at: self.now(),
+                    reason: Some(note.to_owned()),
+                    args_hash: None,
+                });
+            }
+            let text = if call.status == CallStatus::OutcomeUnknown {
+                commit
+                    .journal
+                    .extend(self.close_attempts(&call.call_id, None)?);
+                format!("{note}; whether this call took effect is unknown")
+            } else {
+                note.to_owned()
+            };
+            let result = ToolResult::new(ToolOutcome::Cancelled).with_content(text);
+            let (event, _) =
+                self.response_event(&turn, &call, result.into(), EventActions::default(), None);
+            commit.audit.push(self.audit(
+                s,
+                Some(&call),
+                "call.cancelled",
+                "engine",
+                json!({ "reason": note }),
+            ));
+            self.mark_done(&mut call, ToolOutcome::Cancelled);
+            commit.events.push(event);
+            commit.calls.push(call);
+        }
+        let mut closing = self.agent_event(&turn, None);
+        closing.interrupted = true;
+        closing.turn_complete = true;
+        closing.error_message = Some(note.to_owned());
+        commit.events.push(closing);
+        inv.status = status;
+        inv.updated_at = self.now();
+        commit.invocations.push(inv.clone());
+        commit.audit.push(self.audit(
+            s,
+            None,
+            "turn.closed",
+            "engine",
+            json!({ "invocation_id": inv.id, "status": status, "reason": note }),
+        ));
+        self.commit(s, commit)
+    }
+
+    pub(super) fn finish(
+        &self,
+        s: &mut SessionCache,
+        turn: &mut Turn,
+        status: InvocationStatus,
+        mut events: Vec<Event>,
+    ) -> Result<TurnOutcome, EngineError> {
+        turn.inv.status = status;
+        turn.inv.updated_at = self.now();
+        if status == InvocationStatus::Completed {
+            // after_agent: the first callback with content adds a closing message.
+            let callbacks = self
+                .node(&turn.inv.agent_name)
+                .agent
+                .callbacks
+                .after_agent
+                .clone();
+            if !callbacks.is_empty() {
+                let mut delta = StateMap::new();
+                let mut ctx = self.callback_context(s, turn);
+                let extra = callbacks.iter().find_map(|cb| cb(&mut ctx));
+                Self::absorb(turn, &mut ctx, &mut delta);
+                if extra.is_some() || !delta.is_empty() {
+                    let mut event = self.agent_event(
+                        turn,
+                        extra.map(|c| Content {
+                            role: Some(ROLE_MODEL.to_owned()),
+                            ..c
+                        }),
+                    );
+                    event.actions.state_delta = delta;
+                    event.turn_complete = true;
+                    events.push(event);
+                }
+            }
+        }
+        self.commit(
+            s,
+            Commit {
+                events,
+                invocations: vec![turn.inv.clone()],
+                ..Commit::default()
+            },
+        )?;
+        Ok(TurnOutcome {
+            invocation_id: turn.inv.id.clone(),
+            status,
+        })
+    }
+
+    /// Moves a turn on as far as it can go: runs the calls that are ready, suspends while any is
+    /// held, otherwise calls the model again — until the model answers without calling functions.
+    pub(super) async fn advance(
+        &self,
+        s: &mut SessionCache,
+        turn: &mut Turn,
+    ) -> Result<TurnOutcome, EngineError> {
+        loop {
+            if turn.cancel.is_cancelled() {
+                let inv = turn.inv.clone();
+                self.close_invocation(
+                    s,
+                    inv,
+                    InvocationStatus::Cancelled,
+                    "cancelled by the user",
+                )?;
+                return Ok(TurnOutcome {
+                    invocation_id: turn.inv.id.clone(),
+                    status: InvocationStatus::Cancelled,
+                });
+            }
+            for call in self.open_calls(&turn.inv.id)? {
+                if call.status == CallStatus::Approved {
+                    self.dispatch(s, turn, call).await?;
+                }
+            }
+            if turn.cancel.is_cancelled() {
+                continue;
+            }
+            if !self.open_calls(&turn.inv.id)?.is_empty() {
+                self.set_status(s, turn, InvocationStatus::Suspended)?;
+                return Ok(TurnOutcome {
+                    invocation_id: turn.inv.id.clone(),
+                    status: InvocationStatus::Suspended,
+                });
+            }
+            self.set_status(s, turn, InvocationStatus::Running)?;
+            // What the last step asked for: end, hand over, or go back to the parent.
+            match self.step_control(s, &turn.inv.id) {
+                StepControl::End => {
+                    return self.finish(s, turn, InvocationStatus::Completed, Vec::new());
+                }
+                StepControl::Transfer(target) if self.inner.agents.contains_key(&target) => {
+                    self.switch_agent(s, turn, target)?;
+                }
+                StepControl::Escalate => match self.node(&turn.inv.agent_name).parent.clone() {
+                    Some(parent) => self.switch_agent(s, turn, parent)?,
+                    None => return self.finish(s, turn, InvocationStatus::Completed, Vec::new()),
+                },
+                StepControl::Transfer(_) | StepControl::Continue => {}
+            }
+            if turn.inv.model_calls >= self.inner.config.max_model_calls {
+                let mut event = self.agent_event(turn, None);
+                event.error_code = Some("too_many_steps".to_owned());
+                event.error_message = Some(format!(
+                    "stopped after {} model calls in one turn",
+                    self.inner.config.max_model_calls
+                ));
+                event.turn_complete = true;
+                return self.finish(s, turn, InvocationStatus::Failed, vec![event]);
+            }
+            turn.inv.model_calls += 1;
+            let response = match self.call_model(s, turn).await {
+                ModelOutcome::Response(response, delta) => (response, delta),
+                ModelOutcome::Cancelled => continue,
+                ModelOutcome::Failed(error, delta) => {
+                    let mut event = self.agent_event(turn, None);
+                    event.error_code = Some(error.code.clone());
+                    event.error_message = Some(error.message.clone());
+                    event.actions.state_delta = delta;
+                    event.turn_complete = true;
+                    return self.finish(s, turn, InvocationStatus::Failed, vec![event]);
+                }
+            };
+            let (response, delta) = response;
+            if !self.register_step(s, turn, response, delta).await? {
+                let events = Vec::new();
+                return self.finish(s, turn, InvocationStatus::Completed, events);
+            }
+        }
+    }
+
+    /// Records a turn's new status, when it changed.
+    pub(super) fn set_status(
+        &self,
+        s: &mut SessionCache,
+        turn: &mut Turn,
+        status: InvocationStatus,
+    ) -> Result<(), EngineError> {
+        if turn.inv.status == status {
+            return Ok(());
+        }
+        turn.inv.status = status;
+        turn.inv.updated_at = self.now();
+        self.commit(
+            s,
+            Commit {
+                invocations: vec![turn.inv.clone()],
+                ..Commit::default()
+            },
+        )
+    }
+
+    pub(super) fn switch_agent(
+        &self,
+        s: &mut SessionCache,
+        turn: &mut Turn,
+        agent: String,
+    ) -> Result<(), EngineError> {
+        turn.inv.agent_name = agent;
+        turn.inv.updated_at = self.now();
+        self.commit(
+            s,
+            Commit {
+                invocations: vec![turn.inv.clone()],
+                ..Commit::default()
+            },
+        )
+    }
+
+    /// Reads what the events since this turn's last model response ask the loop to do.
+    pub(super) fn step_control(&self, s: &SessionCache, invocation_id: &str) -> StepControl {
+        let mut control = StepControl::Continue;
+        for event in s.events.iter().rev() {
+            if event.invocation_id != invocation_id {
+                break;
+            }
+            let is_model_turn = event.content.as_ref().is_some_and(Content::is_model);
+            if event.actions.end_invocation || event.state_delta_ends_session() {
+                return StepControl::End;
+            }
+            if let Some(target) = &event.actions.transfer_to_agent {
+                control = StepControl::Transfer(target.clone());
+            } else if event.actions.escalate && control == StepControl::Continue {
+                control = StepControl::Escalate;
+            }
+            if is_model_turn || event.is_user() {
+                break;
+            }
+        }
+        control
+    }
+
+    /// Resumes a suspended turn after a change, unless another act already runs it.
+    pub(super) async fn resume(
+        &self,
+        s: &mut SessionCache,
+        inv: InvocationRecord,
+    ) -> Result<TurnOutcome, EngineError> {
+        if !inv.status.is_open() {
+            return Ok(TurnOutcome {
+                invocation_id: inv.id.clone(),
+                status: inv.status,
+            });
+        }
+        // Another act (a new message waiting for this lock) will take the turn from here.
+        let Ok(token) = self.start_running(&s.id) else {
+            return Ok(TurnOutcome {
+                invocation_id: inv.id.clone(),
+                status: inv.status,
+            });
+        };
+        let mut turn = Turn {
+            inv,
+            temp: StateMap::new(),
+            cancel: token,
+        };
+        let result = self.advance(s, &mut turn).await;
+        self.stop_running(&s.id);
+        result
+    }
+
+    /// Cancels the session's turn: a running one stops at its next step (a write already sent
+    /// is waited for), a suspended one is closed. Held calls are answered `CANCELLED`.
+    pub async fn cancel(&self, session_id: &str) -> Result<bool, EngineError> {
+        if let Some(token) = lock(&self.inner.running).get(session_id) {
+            token.cancel();
+            return Ok(true);
+        }
+        let mut guard = self.lock_session(session_id).await?;
+        let s = guard.cache();
+        let open = self.open_invocations(session_id)?;
+        let any = !open.is_empty();
+        for inv in open {
+            self.close_invocation(s, inv, InvocationStatus::Cancelled, "cancelled by the user")?;
+        }
+        Ok(any)
+    }
+
+    /// Whether a turn is running in the session right now.
+    pub fn is_running(&self, session_id: &str) -> bool {
+        lock(&self.inner.running).contains_key(session_id)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum StepControl {
+    Continue,
+    End,
+    Transfer(String),
+    Escalate,
+}
+
+pub(super) trait EndsSession {
+    fn state_delta_ends_session(&self) -> bool;
+}
+
+impl EndsSession for Event {
+    fn state_delta_ends_session(&self) -> bool {
+        self.actions
+            .state_delta
+            .contains_key(SESSION_ENDED_VARIABLE)
+    }
+}
