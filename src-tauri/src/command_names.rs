@@ -30,4 +30,8 @@ pub const COMMANDS: &[&str] = &[
     "save_settings",
     "set_app_secret",
     "set_model_key",
+    "update_status",
+    "check_for_update",
+    "install_update",
+    "restart_to_update",
 ];

@@ -65,6 +65,10 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         save_settings,
         set_app_secret,
         set_model_key,
+        crate::updates::update_status,
+        crate::updates::check_for_update,
+        crate::updates::install_update,
+        crate::updates::restart_to_update,
     ]
 }
 

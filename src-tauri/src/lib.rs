@@ -16,6 +16,7 @@ pub mod signin;
 mod state;
 mod timing;
 pub mod tray;
+pub mod updates;
 pub mod windows;
 
 use std::time::{Duration, Instant};
@@ -53,6 +54,9 @@ pub fn configure<R: Runtime>(builder: Builder<R>, shell: Shell) -> Builder<R> {
                 .build(),
         )
         .plugin(tauri_plugin_notification::init())
+        // Signed updates; the UI reaches it only through the shell's own update commands.
+        .plugin(tauri_plugin_updater::Builder::new().build())
+        .manage(updates::Updates::default())
         .invoke_handler(commands::handler())
         .on_page_load(|webview, payload| {
             if webview.label() == windows::MAIN && payload.event() == PageLoadEvent::Finished {
@@ -94,6 +98,7 @@ pub fn start<R: Runtime>(app: AppHandle<R>) {
                 companion.start_expiry(EXPIRY_EVERY);
                 events::forward(app.clone(), companion.clone(), events);
                 events::update_tray(app.clone(), companion.clone());
+                updates::check_at_start(app.clone(), companion.settings().check_for_updates);
                 log::info!(
                     "the core is open ({} ms after process start){}",
                     shell.timing.elapsed().as_millis(),

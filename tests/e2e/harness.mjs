@@ -83,21 +83,30 @@ export async function startDriver() {
 /** A fresh data folder whose settings pin the redirect port and the time zone. */
 export async function freshDataDir(name) {
   const dir = mkdtempSync(path.join(tmpdir(), `fc-e2e-${name}-`));
-  mkdirSync(path.join(dir, 'config'), { recursive: true });
+  await writeSettings(path.join(dir, 'config'));
+  return dir;
+}
+
+/** Writes settings.json into `configDir`: a free redirect port, Chinese, Shanghai time. */
+export async function writeSettings(configDir) {
+  mkdirSync(configDir, { recursive: true });
   const redirectPort = await freePort();
   writeFileSync(
-    path.join(dir, 'config', 'settings.json'),
+    path.join(configDir, 'settings.json'),
     JSON.stringify({
       language: 'zh',
       feishu: { redirect_port: redirectPort },
       time_zone: 'Asia/Shanghai',
     }),
   );
-  return dir;
 }
 
-/** Launches the app on `dataDir` and returns the WebDriver session on its main window. */
-export async function launch(driver, dataDir) {
+/**
+ * Launches the app on `dataDir` and returns the WebDriver session on its main window. With
+ * `dataDir` null the app keeps its data where an installed app does: the user's config and data
+ * folders under HOME. `application` is the binary (an installed one, for the packaging test).
+ */
+export async function launch(driver, dataDir, { application = APP } = {}) {
   const browser = await remote({
     hostname: '127.0.0.1',
     port: driver.port,
@@ -105,7 +114,7 @@ export async function launch(driver, dataDir) {
     connectionRetryCount: 0,
     waitforTimeout: 20000,
     capabilities: {
-      'tauri:options': { application: APP, args: ['--data-dir', dataDir] },
+      'tauri:options': { application, args: dataDir ? ['--data-dir', dataDir] : [] },
       // WebKitWebDriver speaks classic WebDriver; no BiDi session.
       'wdio:enforceWebDriverClassic': true,
     },

@@ -26,6 +26,7 @@
     feishu: { brand: 'feishu', app_id: 'cli_demo', redirect_port: 53682 },
     approval_expiry_minutes: 1440,
     time_zone: '',
+    check_for_updates: true,
   };
   let secretSet = false;
   const keys = { deepseek: false, openai: true };
@@ -34,6 +35,10 @@
   ];
   const audit = [];
   let signIn = null;
+  // Updates (opts.update: the version the release server offers).
+  let update = opts.update
+    ? { state: 'available', update: { version: opts.update, current_version: '0.1.0', notes: opts.updateNotes ?? '', date: '2026-11-30T08:00:00Z' } }
+    : { state: 'up_to_date' };
 
   function addSession(title, pendingN) {
     const id = 's' + (sessions.length + 1);
@@ -313,6 +318,20 @@
       settings = JSON.parse(JSON.stringify(s));
       return { restart_needed: restart };
     },
+    update_status: () => update,
+    check_for_update: () => update,
+    install_update: async () => {
+      if (update.state !== 'available') return (update = { state: 'failed', message: 'no update to install' });
+      const version = update.update.version;
+      for (const received of [0, 4e6, 8e6]) {
+        emit('companion://update', { state: 'installing', version, received, total: 8e6 });
+        await sleep(20);
+      }
+      update = { state: 'installed', version };
+      emit('companion://update', update);
+      return update;
+    },
+    restart_to_update: () => null,
     set_app_secret: () => ((secretSet = true), null),
     set_model_key: ({ preset }) => ((keys[preset] = true), null),
     'plugin:event|listen': ({ event, handler }) => {

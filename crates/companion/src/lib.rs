@@ -10,12 +10,15 @@
 mod core;
 pub mod labels;
 pub mod paths;
+pub mod resources;
 pub mod settings;
 mod ui_api;
+pub mod updates;
 pub mod view;
 
 pub use core::{
     Companion, CompanionError, DEMO_APP_ID, Demo, OpenOptions, SignInStatus, SignInTicket, UiEvent,
 };
 pub use paths::AppPaths;
+pub use resources::Resources;
 pub use settings::{FeishuSettings, Language, ModelSettings, Settings, SettingsError, Theme};

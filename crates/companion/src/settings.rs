@@ -100,6 +100,8 @@ pub struct Settings {
     pub approval_expiry_minutes: u32,
     /// The user's time zone (IANA name); empty: the system's.
     pub time_zone: String,
+    /// Whether the app looks for a newer version at start (it installs one only when asked).
+    pub check_for_updates: bool,
 }
 
 impl Default for Settings {
@@ -111,6 +113,7 @@ impl Default for Settings {
             feishu: FeishuSettings::default(),
             approval_expiry_minutes: 24 * 60,
             time_zone: String::new(),
+            check_for_updates: true,
         }
     }
 }

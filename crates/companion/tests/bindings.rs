@@ -38,6 +38,7 @@ fn generate(dir: &Path) {
         SignInTicketView,
         UiEventView,
         companion::Settings,
+        companion::updates::UpdateStatusView,
     );
 }
 

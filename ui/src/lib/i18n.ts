@@ -1,9 +1,12 @@
 // Every string the UI shows, in English and Simplified Chinese. `zh` is typed against the keys of
 // `en`, so a missing translation is a type error (and the unit test checks neither is empty).
 
+import { en as updatesEn, zh as updatesZh } from './i18n/updates';
+
 export type Lang = 'zh' | 'en';
 
 export const en = {
+  ...updatesEn,
   app_name: 'Feishu Companion',
   new_conversation: 'New conversation',
   untitled: 'New conversation',
@@ -251,6 +254,7 @@ export const en = {
 export type Key = keyof typeof en;
 
 export const zh: Record<Key, string> = {
+  ...updatesZh,
   app_name: '飞书助手',
   new_conversation: '新对话',
   untitled: '新对话',

@@ -31,4 +31,8 @@ approval_expiry_minutes: number,
 /**
  * The user's time zone (IANA name); empty: the system's.
  */
-time_zone: string, };
+time_zone: string, 
+/**
+ * Whether the app looks for a newer version at start (it installs one only when asked).
+ */
+check_for_updates: boolean, };

@@ -1,0 +1,41 @@
+// The strings of updating the app: the status bar's notice, the update dialog, and the setting.
+
+export const en = {
+  upd_available: 'Version {v} is available',
+  upd_title: 'Update Feishu Companion to {v}',
+  upd_versions: 'You have {current}; {next} is available.',
+  upd_published: 'Published {date}',
+  upd_notes: "What's new",
+  upd_no_notes: 'This release comes without notes.',
+  upd_verified_note: 'The download is checked against the app’s signing key before anything is installed.',
+  upd_install: 'Download and install',
+  upd_later: 'Later',
+  upd_installing: 'Installing {v}… {pct}',
+  upd_installed: 'Version {v} is installed: restart to use it',
+  upd_restart: 'Restart now',
+  upd_failed: 'Update failed',
+  upd_check_again: 'Check again',
+  sec_updates: 'Updates',
+  upd_setting: 'Check for updates when the app starts',
+  upd_setting_hint: 'Only looks: nothing is downloaded or installed until you choose to.',
+};
+
+export const zh: Record<keyof typeof en, string> = {
+  upd_available: '新版本 {v} 可用',
+  upd_title: '将飞书助手更新到 {v}',
+  upd_versions: '当前版本 {current}，可更新到 {next}。',
+  upd_published: '发布于 {date}',
+  upd_notes: '更新内容',
+  upd_no_notes: '这个版本没有附更新说明。',
+  upd_verified_note: '安装前会用应用的签名公钥校验下载的文件。',
+  upd_install: '下载并安装',
+  upd_later: '以后再说',
+  upd_installing: '正在安装 {v}… {pct}',
+  upd_installed: '已安装 {v}，重启后生效',
+  upd_restart: '立即重启',
+  upd_failed: '更新失败',
+  upd_check_again: '重新检查',
+  sec_updates: '更新',
+  upd_setting: '启动时检查更新',
+  upd_setting_hint: '只检查，不会自动下载或安装；是否更新由你决定。',
+};
