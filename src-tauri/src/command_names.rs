@@ -34,4 +34,5 @@ pub const COMMANDS: &[&str] = &[
     "check_for_update",
     "install_update",
     "restart_to_update",
+    "check_connection",
 ];

@@ -8,6 +8,7 @@
 use std::path::PathBuf;
 
 use companion::Settings;
+use companion::check::CheckView;
 use companion::view::{
     AccountView, AppInfo, AuditQuery, AuditView, BatchDecision, CallView, DecisionInput,
     ExportFormat, RuleView, SavedSettings, SessionView, SettingsView, SettlementInput,
@@ -69,6 +70,7 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         crate::updates::check_for_update,
         crate::updates::install_update,
         crate::updates::restart_to_update,
+        check_connection,
     ]
 }
 
@@ -286,11 +288,11 @@ async fn settings(shell: State<'_, Shell>) -> Answer<SettingsView> {
     blocking(move || c.settings_view().map_err(text)).await
 }
 
-/// Saves the settings; the tray follows a change of language at once.
+/// Saves the settings and applies them at once; the tray follows a change of language.
 #[tauri::command]
 async fn save_settings(shell: State<'_, Shell>, settings: Settings) -> Answer<SavedSettings> {
     let c = shell.companion().await?;
-    let saved = blocking(move || c.save_settings(settings).map_err(text)).await?;
+    let saved = c.save_settings(settings).await.map_err(text)?;
     shell.tray_dirty.notify_one();
     Ok(saved)
 }
@@ -298,11 +300,21 @@ async fn save_settings(shell: State<'_, Shell>, settings: Settings) -> Answer<Sa
 #[tauri::command]
 async fn set_app_secret(shell: State<'_, Shell>, secret: String) -> Answer<()> {
     let c = shell.companion().await?;
-    blocking(move || c.set_app_secret(&secret).map_err(text)).await
+    c.apply_app_secret(&secret).await.map_err(text)?;
+    shell.tray_dirty.notify_one();
+    Ok(())
 }
 
 #[tauri::command]
 async fn set_model_key(shell: State<'_, Shell>, preset: String, key: String) -> Answer<()> {
     let c = shell.companion().await?;
-    blocking(move || c.set_model_key(&preset, &key).map_err(text)).await
+    c.apply_model_key(&preset, &key).await.map_err(text)?;
+    shell.tray_dirty.notify_one();
+    Ok(())
+}
+
+/// Checks the App ID and Secret, the redirect port and the model, each in words.
+#[tauri::command]
+async fn check_connection(shell: State<'_, Shell>) -> Answer<CheckView> {
+    Ok(shell.companion().await?.check_connection().await)
 }

@@ -41,6 +41,19 @@ pub(crate) fn forward<R: Runtime>(
 
 fn handle<R: Runtime>(app: &AppHandle<R>, companion: &Companion, event: &UiEvent) {
     let shell = app.state::<Shell>();
+    // A sign-in that ended is settled in the shell (window closed, nothing left to open in the
+    // browser) before the UI hears of it, so whatever the UI does next finds it settled.
+    // `Waiting` is not taken from here: the `sign_in` command records the waiting page itself,
+    // before it returns, and this event can arrive after the user already closed the window.
+    if let UiEvent::SignIn(
+        SignInStatus::SignedIn { .. }
+        | SignInStatus::Declined
+        | SignInStatus::Failed { .. }
+        | SignInStatus::Refused { .. },
+    ) = event
+    {
+        signin::finished(app, &shell);
+    }
     if let Some(view) = UiEventView::from_event(event) {
         if let UiEventView::Call { call } = &view {
             shell.tray_dirty.notify_one();
@@ -49,14 +62,6 @@ fn handle<R: Runtime>(app: &AppHandle<R>, companion: &Companion, event: &UiEvent
         if let Err(e) = app.emit_to(MAIN, EVENT, view) {
             log::warn!("cannot send an event to the UI: {e}");
         }
-    }
-    // `Waiting` is not taken from here: the `sign_in` command records the waiting page itself,
-    // before it returns, and this event can arrive after the user already closed the window.
-    if let UiEvent::SignIn(
-        SignInStatus::SignedIn { .. } | SignInStatus::Declined | SignInStatus::Failed { .. },
-    ) = event
-    {
-        signin::finished(app, &shell);
     }
 }
 

@@ -9,6 +9,9 @@ pub const DATA_DIR_ENV: &str = "FEISHU_COMPANION_DATA_DIR";
 pub const EPHEMERAL_KEYS_ENV: &str = "FEISHU_COMPANION_EPHEMERAL_KEYS";
 /// `1`: demo mode (built-in Feishu emulator and scripted model) even when configured.
 pub const DEMO_ENV: &str = "FEISHU_COMPANION_DEMO";
+/// Where the user's own Feishu app is served instead of the brand's hosts: a local emulator
+/// standing in for a real tenant (end-to-end tests, trials).
+pub const FEISHU_BASE_URL_ENV: &str = "FEISHU_COMPANION_FEISHU_BASE_URL";
 
 /// What `--help` prints.
 pub const USAGE: &str = "\
@@ -17,6 +20,9 @@ Usage: feishu-companion [--data-dir <dir>] [--ephemeral-keys] [--demo]
   --data-dir <dir>   keep settings and data under <dir>      (env FEISHU_COMPANION_DATA_DIR)
   --ephemeral-keys   master key in memory only, for tests    (env FEISHU_COMPANION_EPHEMERAL_KEYS=1)
   --demo             built-in Feishu emulator and model      (env FEISHU_COMPANION_DEMO=1)
+
+  env FEISHU_COMPANION_FEISHU_BASE_URL=<url>   serve your own Feishu app from <url> (an emulator
+                                               standing in for a tenant, in tests)
 ";
 
 /// The options of one run.
@@ -28,6 +34,8 @@ pub struct Launch {
     pub ephemeral_keys: bool,
     /// Demo mode even when Feishu and a model are configured.
     pub demo: bool,
+    /// The user's own Feishu app served from here instead of the brand's hosts.
+    pub feishu_base_url: Option<String>,
 }
 
 /// A command line the app does not understand.
@@ -66,6 +74,9 @@ impl Launch {
                 .map(PathBuf::from),
             ephemeral_keys: truthy(EPHEMERAL_KEYS_ENV),
             demo: truthy(DEMO_ENV),
+            feishu_base_url: env(FEISHU_BASE_URL_ENV)
+                .map(|v| v.to_string_lossy().trim().to_owned())
+                .filter(|v| !v.is_empty()),
         };
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
@@ -115,6 +126,7 @@ mod tests {
             data_dir: Some(PathBuf::from("/tmp/fc")),
             ephemeral_keys: true,
             demo: true,
+            feishu_base_url: None,
         };
         assert_eq!(
             parse(

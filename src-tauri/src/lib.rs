@@ -13,6 +13,7 @@ mod events;
 pub mod launch;
 mod notify;
 pub mod signin;
+pub mod signin_policy;
 mod state;
 mod timing;
 pub mod tray;
@@ -129,6 +130,7 @@ async fn open(launch: &Launch) -> Result<Companion, String> {
     let options = OpenOptions {
         memory_keys: launch.ephemeral_keys,
         force_demo: launch.demo,
+        feishu_base_url: launch.feishu_base_url.clone(),
     };
     Companion::open(paths, options).await.map_err(|e| {
         format!(

@@ -4,21 +4,25 @@
 //! It is locked down three ways. No capability names it, so Tauri's ACL refuses every command
 //! it could send, the app's and the plugins' alike (the tests prove it). It runs in a private,
 //! ephemeral data store (`incognito`): no cookie or storage shared with the main window, none
-//! kept after it closes. And it may only go where signing in needs: the authorize page's own
-//! origin, Feishu's and Lark's https sign-in domains, and the loopback callback; popups are
-//! refused and any other navigation (another host, a custom scheme, `file:`, `data:`) is
-//! blocked and logged by scheme and host only, since sign-in URLs carry the OAuth `state` and
-//! `code`.
+//! kept after it closes. And it may only go where signing in happens ([`crate::signin_policy`]):
+//! popups are refused, another web page hands the sign-in to the system browser (enterprise
+//! single sign-on), anything else is blocked and logged by scheme and host only, since sign-in
+//! URLs carry the OAuth `state` and `code`. When Feishu's page shows an error code, the card
+//! says what to fix and the window closes.
 
 use std::sync::{Arc, Mutex};
 
 use companion::view::{SignInTicketView, SignInView, UiEventView};
 use serde::Serialize;
-use tauri::webview::NewWindowResponse;
+use tauri::webview::{NewWindowResponse, PageLoadEvent};
 use tauri::{AppHandle, Emitter as _, Manager as _, Runtime, WebviewUrl, WebviewWindowBuilder};
 use tauri_plugin_opener::OpenerExt as _;
 use url::Url;
 
+use crate::signin_policy::{ERROR_PAGE_SCRIPT, redacted, requested_scopes};
+pub use crate::signin_policy::{
+    Navigation, PolicyError, SIGN_IN_HOSTS, SignInPolicy, navigation, navigation_allowed,
+};
 use crate::state::{Shell, lock};
 use crate::windows::{EVENT, MAIN};
 
@@ -26,88 +30,9 @@ use crate::windows::{EVENT, MAIN};
 pub const LABEL: &str = "signin";
 /// Its title.
 pub const TITLE: &str = "登录飞书 · Sign in to Feishu";
-/// The https domains (and their subdomains) Feishu's and Lark's sign-in pages move between:
-/// `accounts.*` for the authorize page, `passport.*` and the like for logging in.
-pub const SIGN_IN_DOMAINS: &[&str] = &["feishu.cn", "larksuite.com", "larkoffice.com"];
 /// What the UI hears when the user closes the window before signing in.
 pub const CLOSED_MESSAGE: &str =
     "登录窗口已关闭，登录已取消。/ The sign-in window was closed; the sign-in was cancelled.";
-
-/// Where the sign-in window may go, for one sign-in.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SignInPolicy {
-    authorize: url::Origin,
-    callback: url::Origin,
-}
-
-/// A sign-in URL the window cannot be pointed at.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum PolicyError {
-    /// Not a URL.
-    #[error("not a URL: {0}")]
-    Parse(#[from] url::ParseError),
-    /// Not http(s) (the authorize page), or not plain http on the loopback (the callback).
-    #[error("{0} is not a sign-in URL this window opens")]
-    Refused(String),
-}
-
-impl SignInPolicy {
-    /// The policy for a sign-in at `authorize_url` whose redirect is `redirect_uri`.
-    pub fn new(authorize_url: &str, redirect_uri: &str) -> Result<SignInPolicy, PolicyError> {
-        let authorize = Url::parse(authorize_url)?;
-        let callback = Url::parse(redirect_uri)?;
-        if !matches!(authorize.scheme(), "http" | "https") {
-            return Err(PolicyError::Refused(redacted(&authorize)));
-        }
-        let loopback = matches!(callback.host(), Some(url::Host::Ipv4(ip)) if ip.is_loopback());
-        if callback.scheme() != "http" || !loopback {
-            return Err(PolicyError::Refused(redacted(&callback)));
-        }
-        Ok(SignInPolicy {
-            authorize: authorize.origin(),
-            callback: callback.origin(),
-        })
-    }
-
-    /// Whether `url` is the loopback listener (the sign-in is then in the core's hands).
-    pub fn is_callback(&self, url: &Url) -> bool {
-        url.origin() == self.callback
-    }
-}
-
-/// Whether the sign-in window may navigate to `url`: http(s) only (and empty frames), and then
-/// only the authorize page's origin, the loopback callback's origin, or https on a sign-in
-/// domain.
-pub fn navigation_allowed(url: &Url, policy: &SignInPolicy) -> bool {
-    // WebKit asks about frames too: an empty or inline frame of an allowed page (a login
-    // widget) stays in that page's origin and goes nowhere, so it is not refused.
-    if url.scheme() == "about" {
-        return matches!(url.path(), "blank" | "srcdoc");
-    }
-    if !matches!(url.scheme(), "http" | "https") {
-        return false;
-    }
-    let origin = url.origin();
-    if origin == policy.authorize || origin == policy.callback {
-        return true;
-    }
-    url.scheme() == "https"
-        && matches!(url.host(), Some(url::Host::Domain(host))
-        if SIGN_IN_DOMAINS.iter().any(|d| {
-            host == *d || host.strip_suffix(d).is_some_and(|rest| rest.ends_with('.'))
-        }))
-}
-
-/// `scheme://host:port`, without the path and query that carry OAuth secrets.
-fn redacted(url: &Url) -> String {
-    match url.host_str() {
-        Some(host) => match url.port() {
-            Some(port) => format!("{}://{host}:{port}", url.scheme()),
-            None => format!("{}://{host}", url.scheme()),
-        },
-        None => format!("{}:", url.scheme()),
-    }
-}
 
 /// The sign-in window cannot show the page.
 #[derive(Debug, thiserror::Error)]
@@ -131,6 +56,8 @@ pub(crate) struct SignInState {
     /// The window reached the callback: the core is finishing the sign-in, which closing the
     /// window must not cut short.
     reached_callback: bool,
+    /// The sign-in moved to the system browser: closing the window must not cancel it.
+    handed_off: bool,
 }
 
 /// A sign-in started: show its page in the embedded window, or in the system browser.
@@ -146,6 +73,7 @@ pub(crate) fn started<R: Runtime>(
         state.url = Some(ticket.url.clone());
         state.policy = Some(policy);
         state.reached_callback = false;
+        state.handed_off = false;
     }
     if embedded {
         open_window(app, shell, &ticket.url)
@@ -177,25 +105,34 @@ pub fn open_window<R: Runtime>(
         return Ok(window);
     }
     let state: Arc<Mutex<SignInState>> = shell.sign_in.clone();
+    let on_navigation = app.clone();
+    let on_load = app.clone();
     let mut builder = WebviewWindowBuilder::new(app, LABEL, WebviewUrl::External(url))
         .title(TITLE)
         .inner_size(480.0, 640.0)
         .min_inner_size(360.0, 480.0)
         .center()
         .incognito(true)
+        .initialization_script(ERROR_PAGE_SCRIPT)
         .on_new_window(|_url, _features| NewWindowResponse::Deny)
-        .on_navigation(move |url| {
-            let mut state = lock(&state);
-            let Some(policy) = state.policy.clone() else {
-                return false;
-            };
-            let allowed = navigation_allowed(url, &policy);
-            if !allowed {
-                log::warn!("sign-in window: refused to go to {}", redacted(url));
-            } else if policy.is_callback(url) {
-                state.reached_callback = true;
+        .on_navigation(move |url| decide(&on_navigation, &state, url))
+        // WebKit asks about each hop of a redirect; a page that finished loading anywhere else
+        // (a hop it did not ask about) is decided again, and left if it may not be shown.
+        .on_page_load(move |window, payload| {
+            if payload.event() != PageLoadEvent::Finished {
+                return;
             }
-            allowed
+            let shell = on_load.state::<Shell>();
+            let allowed = decide(&on_load, &shell.sign_in, payload.url());
+            if !allowed && payload.url().scheme() != "about" {
+                log::warn!(
+                    "sign-in window: left {}, which it may not show",
+                    redacted(payload.url())
+                );
+                if let Ok(blank) = Url::parse("about:blank") {
+                    let _ = window.navigate(blank);
+                }
+            }
         });
     if shell.attach_sign_in
         && let Some(main) = app.get_webview_window(MAIN)
@@ -204,6 +141,76 @@ pub fn open_window<R: Runtime>(
     }
     Ok(builder.build()?)
 }
+
+/// Decides one navigation of the sign-in window (see [`crate::signin_policy`]) and acts on it.
+fn decide<R: Runtime>(app: &AppHandle<R>, state: &Mutex<SignInState>, url: &Url) -> bool {
+    let mut state = lock(state);
+    let Some(policy) = state.policy.clone() else {
+        return false;
+    };
+    match navigation(url, &policy) {
+        Navigation::Allow => true,
+        Navigation::Callback => {
+            state.reached_callback = true;
+            true
+        }
+        Navigation::Refused { code, scopes } => {
+            let requested = state
+                .url
+                .as_deref()
+                .map(requested_scopes)
+                .unwrap_or_default();
+            let app = app.clone();
+            // Not from inside WebKit's policy callback: the core closes this window.
+            tauri::async_runtime::spawn(async move {
+                if let Some(companion) = app.state::<Shell>().companion_now() {
+                    companion.sign_in_refused(code, requested, scopes).await;
+                }
+            });
+            false
+        }
+        Navigation::HandOff => {
+            if state.handed_off {
+                return false;
+            }
+            let Some(authorize) = state.url.clone() else {
+                return false;
+            };
+            state.handed_off = true;
+            log::info!(
+                "sign-in window: {} is not a Feishu sign-in page; the sign-in continues in the system browser",
+                redacted(url)
+            );
+            let app = app.clone();
+            tauri::async_runtime::spawn(async move { hand_off(&app, &authorize) });
+            false
+        }
+        Navigation::Block => {
+            log::warn!("sign-in window: refused to go to {}", redacted(url));
+            false
+        }
+    }
+}
+
+/// The sign-in left Feishu's pages (the tenant's identity provider): the same authorize URL
+/// (same state, same PKCE challenge, same listener) opens in the system browser, and the window
+/// and the card say so.
+fn hand_off<R: Runtime>(app: &AppHandle<R>, authorize: &str) {
+    if let Err(e) = app.opener().open_url(authorize, None::<&str>) {
+        log::warn!("cannot open the system browser: {e}");
+    }
+    if let Some(window) = app.get_webview_window(LABEL)
+        && let Err(e) = window.eval(HANDED_OFF_PAGE)
+    {
+        log::warn!("cannot tell the sign-in window: {e}");
+    }
+    if let Some(companion) = app.state::<Shell>().companion_now() {
+        companion.sign_in_continues_in_browser();
+    }
+}
+
+/// What the sign-in window shows once the sign-in moved to the browser.
+const HANDED_OFF_PAGE: &str = r#"document.documentElement.innerHTML = '<head><meta charset="utf-8"><title>登录飞书 · Sign in to Feishu</title></head><body style="margin:0;background:#f5f6f7;color:#1f2329;font:14px/1.6 system-ui,sans-serif"><main data-testid="handed-off" style="max-width:400px;margin:32px auto;background:#fff;border:1px solid #dee0e3;border-radius:8px;padding:24px"><h1 style="font-size:18px;margin:0 0 12px">登录已转到浏览器中继续</h1><p>你的企业使用自己的登录页面，已在浏览器中打开。请在浏览器中完成登录，完成后回到飞书助手；这个窗口可以关闭。</p><h1 style="font-size:18px;margin:16px 0 12px">Signing in continues in your browser</h1><p>Your organisation signs in on its own page, which opened in your browser. Finish signing in there, then come back to Feishu Companion; you can close this window.</p></main></body>';"#;
 
 /// Closes the sign-in window, if open, as the shell's own doing (not the user cancelling).
 pub(crate) fn close_window<R: Runtime>(app: &AppHandle<R>, shell: &Shell) {
@@ -254,7 +261,10 @@ pub(crate) fn open_in_browser<R: Runtime>(app: &AppHandle<R>, shell: &Shell) -> 
 pub fn on_destroyed<R: Runtime>(app: &AppHandle<R>, shell: &Shell) {
     let by_hand = {
         let mut state = lock(&shell.sign_in);
-        let by_hand = !state.expect_close && !state.reached_callback && state.policy.is_some();
+        let by_hand = !state.expect_close
+            && !state.reached_callback
+            && !state.handed_off
+            && state.policy.is_some();
         state.expect_close = false;
         state.reached_callback = false;
         if by_hand {
@@ -285,116 +295,5 @@ fn emit_closed<R: Runtime>(app: &AppHandle<R>) {
 fn emit_to_main<R: Runtime, T: Serialize + Clone>(app: &AppHandle<R>, payload: &T) {
     if let Err(e) = app.emit_to(MAIN, EVENT, payload.clone()) {
         log::warn!("cannot tell the UI: {e}");
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    const AUTHORIZE: &str =
-        "https://accounts.feishu.cn/open-apis/authen/v1/authorize?client_id=cli_x&state=s3cret";
-    const CALLBACK: &str = "http://127.0.0.1:9768/callback";
-
-    fn policy() -> SignInPolicy {
-        SignInPolicy::new(AUTHORIZE, CALLBACK).unwrap()
-    }
-
-    fn allowed(url: &str) -> bool {
-        navigation_allowed(&Url::parse(url).unwrap(), &policy())
-    }
-
-    #[test]
-    fn the_authorize_page_its_sign_in_pages_and_the_callback_are_allowed() {
-        assert!(allowed(AUTHORIZE));
-        assert!(allowed(
-            "https://accounts.feishu.cn/accounts/page/login?app_id=7"
-        ));
-        assert!(allowed(
-            "https://passport.feishu.cn/suite/passport/page/login/"
-        ));
-        assert!(allowed(
-            "https://accounts.larksuite.com/open-apis/authen/v1/authorize"
-        ));
-        assert!(allowed("https://open.larkoffice.com/"));
-        assert!(allowed("https://feishu.cn/"));
-        assert!(allowed(
-            "http://127.0.0.1:9768/callback?code=abc&state=s3cret"
-        ));
-        assert!(allowed("about:blank"));
-    }
-
-    #[test]
-    fn other_schemes_are_refused() {
-        for url in [
-            "feishu-companion://callback?code=abc",
-            "lark://applink.feishu.cn/client/op/open",
-            "javascript:alert(1)",
-            "file:///etc/passwd",
-            "data:text/html,<script>1</script>",
-            "blob:https://accounts.feishu.cn/0b5c",
-            "about:config",
-            "ftp://accounts.feishu.cn/",
-            "tauri://localhost/",
-        ] {
-            assert!(!allowed(url), "{url} should be refused");
-        }
-    }
-
-    #[test]
-    fn unknown_and_look_alike_hosts_are_refused() {
-        for url in [
-            "https://evil.example/",
-            "https://accounts.feishu.cn.evil.example/",
-            "https://evilfeishu.cn/",
-            "https://accounts.feishu.cn@evil.example/",
-            "https://93.184.216.34/",
-            // Plain http to a Feishu host: only the loopback callback may be plain http.
-            "http://accounts.feishu.cn/open-apis/authen/v1/authorize",
-            // The loopback, but not the listener's port.
-            "http://127.0.0.1:9769/callback?code=abc",
-            "http://localhost:9768/callback?code=abc",
-            "https://127.0.0.1:9768/callback",
-        ] {
-            assert!(!allowed(url), "{url} should be refused");
-        }
-    }
-
-    #[test]
-    fn the_demo_emulator_origin_is_allowed_only_for_its_own_sign_in() {
-        let demo = SignInPolicy::new(
-            "http://127.0.0.1:41234/open-apis/authen/v1/authorize?x=1",
-            CALLBACK,
-        )
-        .unwrap();
-        let consent = Url::parse("http://127.0.0.1:41234/consent").unwrap();
-        assert!(navigation_allowed(&consent, &demo));
-        assert!(!navigation_allowed(&consent, &policy()));
-    }
-
-    #[test]
-    fn a_policy_needs_an_http_page_and_a_loopback_callback() {
-        assert!(SignInPolicy::new("file:///tmp/x.html", CALLBACK).is_err());
-        assert!(SignInPolicy::new(AUTHORIZE, "https://example.com/callback").is_err());
-        assert!(SignInPolicy::new(AUTHORIZE, "http://192.168.1.2:9768/callback").is_err());
-        assert!(SignInPolicy::new("not a url", CALLBACK).is_err());
-    }
-
-    #[test]
-    fn the_callback_is_recognised() {
-        let p = policy();
-        assert!(p.is_callback(&Url::parse("http://127.0.0.1:9768/callback?code=1").unwrap()));
-        assert!(!p.is_callback(&Url::parse(AUTHORIZE).unwrap()));
-    }
-
-    #[test]
-    fn refusals_are_logged_without_path_or_query() {
-        let url = Url::parse("https://evil.example:8443/x?code=secret").unwrap();
-        assert_eq!(redacted(&url), "https://evil.example:8443");
-        assert_eq!(
-            redacted(&Url::parse("javascript:alert(1)").unwrap()),
-            "javascript:"
-        );
     }
 }

@@ -5,21 +5,17 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use agent::persist::AuditFilter;
 use agent::{
-    CallRecord, Content, Decision, Engine, EngineConfig, EngineEvent, Event, LlmAgent, Rule,
-    TurnOutcome,
+    CallRecord, Content, Decision, Engine, EngineConfig, EngineEvent, Event, Rule, TurnOutcome,
 };
-use emulator::feishu::{App, FeishuEmulator};
-use emulator::model_server::{ModelServer, Script};
-use feishu::{
-    Account, ApiClient, AppCredentials, CallbackOutcome, Endpoints, LoopbackListener, OAuthClient,
-    RetryPolicy, TokenManager, ToolEnv, VaultTokenStore,
-};
-use secrecy::SecretString;
+use emulator::feishu::FeishuEmulator;
+use emulator::model_server::ModelServer;
+use feishu::{Account, CallbackOutcome, LoopbackListener};
 use store::Store;
 use store::vault::{OsKeychain, Vault, fallback_chain};
 use tokio::sync::broadcast;
 
 use crate::paths::AppPaths;
+use crate::runtime::{self, Kept, Runtime};
 use crate::settings::{Settings, SettingsError};
 
 /// The vault entry of the Feishu App Secret.
@@ -30,11 +26,6 @@ pub const PEOPLE_NAMES_SCOPE: &str = "contact:contact.base:readonly";
 
 /// The demo app's id in the emulator.
 pub const DEMO_APP_ID: &str = "cli_demo_companion";
-
-const SYSTEM_INSTRUCTION: &str = "你是飞书助手（Feishu Companion），替用户查看日历、聊天、文档和任务，并在需要时提出写操作。\
-所有写操作都会先交给用户确认；被拒绝时尊重用户的理由。回答简洁，使用用户的语言。\n\
-You are Feishu Companion: you read the user's calendar, chats, docs and tasks and propose writes, \
-each of which the user approves first; respect a rejection and its reason. Answer briefly, in the user's language.";
 
 /// What the UI hears about, as it happens.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,6 +58,15 @@ pub enum SignInStatus {
         /// For the user.
         message: String,
     },
+    /// Feishu refused it (its authorize page showed an error code), or nobody finished it in
+    /// time: which setting to change, with the exact value.
+    Refused {
+        /// The problem, in words.
+        problem: crate::sign_in_help::SignInProblemView,
+    },
+    /// It continues in the system browser (the tenant signs in through its own identity
+    /// provider); the same listener still waits for the redirect.
+    InBrowser,
 }
 
 /// A sign-in in progress: what to open.
@@ -85,6 +85,9 @@ pub struct OpenOptions {
     pub memory_keys: bool,
     /// Force demo mode even when Feishu and a model are configured.
     pub force_demo: bool,
+    /// Where the user's own Feishu app is served, instead of the brand's hosts (tests, and a
+    /// local emulator standing in for a real tenant).
+    pub feishu_base_url: Option<String>,
 }
 
 /// An application failure, worded for the person using the app.
@@ -124,12 +127,16 @@ pub struct Demo {
 
 struct Inner {
     paths: AppPaths,
+    options: OpenOptions,
     settings: RwLock<Settings>,
-    store: Arc<Store>,
+    /// The real data and the vault.
+    main_store: Arc<Store>,
     vault: Arc<Vault>,
-    tokens: Arc<TokenManager>,
-    engine: Engine,
-    demo: Option<Demo>,
+    /// What the settings built (see [`crate::runtime`]); replaced whole when they change.
+    runtime: RwLock<Arc<Runtime>>,
+    kept: Mutex<Kept>,
+    /// One rebuild at a time.
+    rebuilding: tokio::sync::Mutex<()>,
     events: broadcast::Sender<UiEvent>,
     sign_in: Mutex<Option<tokio::task::JoinHandle<()>>>,
     titles: Mutex<std::collections::HashMap<String, String>>,
@@ -145,7 +152,7 @@ impl std::fmt::Debug for Companion {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Companion")
             .field("paths", &self.inner.paths)
-            .field("demo", &self.inner.demo.is_some())
+            .field("profile", &self.runtime().profile)
             .finish_non_exhaustive()
     }
 }
@@ -170,117 +177,83 @@ impl Companion {
             Box::new(fallback_chain(OsKeychain::new(), paths.key_file()))
         };
         let vault = Arc::new(Vault::open(store.clone(), keys)?);
-
-        let app_secret = vault
-            .get(APP_SECRET)?
-            .map(|b| String::from_utf8_lossy(&b).into_owned());
-        let preset = llm::preset(&settings.model.preset).ok_or_else(|| {
-            CompanionError::Other(format!("unknown model preset {}", settings.model.preset))
-        })?;
-        let model_key = match preset.key_name {
-            Some(name) => vault
-                .get(name)?
-                .map(|b| String::from_utf8_lossy(&b).into_owned()),
-            None => None,
-        };
-        let feishu_ready = !settings.feishu.app_id.is_empty() && app_secret.is_some();
-        let model_ready = model_key.is_some() || !preset.key_required;
-        let demo_mode = options.force_demo || !feishu_ready || !model_ready;
-
-        let (endpoints, credentials, model, demo) = if demo_mode {
-            let demo = start_demo(&settings).await?;
-            let endpoints = Endpoints::single(parse_url(&demo.feishu.base_url())?);
-            let credentials = AppCredentials {
-                app_id: DEMO_APP_ID.to_owned(),
-                app_secret: SecretString::from(DEMO_APP_ID.to_owned()),
-            };
-            let config = llm::ProviderConfig::new(
-                llm::ProviderKind::OpenAiCompatible,
-                "Demo",
-                demo.model.base_url(),
-                "demo-model",
-                None,
-            );
-            let model = llm::connect(config).map_err(|e| CompanionError::Other(e.to_string()))?;
-            (endpoints, credentials, model, Some(demo))
-        } else {
-            let endpoints = Endpoints::for_brand(settings.feishu.brand);
-            let credentials = AppCredentials {
-                app_id: settings.feishu.app_id.clone(),
-                app_secret: SecretString::from(app_secret.unwrap_or_default()),
-            };
-            let config = llm::ProviderConfig::new(
-                preset.kind,
-                preset.name_en,
-                settings
-                    .model
-                    .base_url
-                    .clone()
-                    .unwrap_or_else(|| preset.base_url.to_owned()),
-                settings
-                    .model
-                    .model
-                    .clone()
-                    .unwrap_or_else(|| preset.default_model.to_owned()),
-                model_key.map(llm::ApiKey::new),
-            );
-            let model = llm::connect(config).map_err(|e| CompanionError::Other(e.to_string()))?;
-            (endpoints, credentials, model, None)
-        };
-
-        let oauth = OAuthClient::new(endpoints.clone(), credentials.clone())
-            .map_err(|e| CompanionError::Other(e.to_string()))?;
-        let token_store = Arc::new(VaultTokenStore::new(vault.clone(), &credentials.app_id));
-        let tokens = Arc::new(TokenManager::new(
-            oauth,
-            token_store,
-            Arc::new(agent::SystemClock),
-        ));
-        let api = ApiClient::new(endpoints, tokens.clone(), RetryPolicy::default())
-            .map_err(|e| CompanionError::Other(e.to_string()))?;
-        let mut builder = LlmAgent::builder("assistant", model).instruction(SYSTEM_INSTRUCTION);
-        for tool in feishu::all_tools(ToolEnv {
-            api,
-            tz: settings.tz(),
-        }) {
-            builder = builder.tool(tool);
-        }
-        let agent = builder
-            .build()
-            .map_err(|e| CompanionError::Other(e.to_string()))?;
-        let engine = Engine::new(
-            agent,
-            store.clone(),
-            EngineConfig {
-                approval_ttl_ms: Some(i64::from(settings.approval_expiry_minutes) * 60_000),
-                ..EngineConfig::default()
-            },
-        )?;
+        let kept = Mutex::new(Kept::default());
+        let runtime = runtime::build(&paths, &settings, &options, &vault, &store, &kept).await?;
         let (events, _) = broadcast::channel(4096);
         let companion = Companion {
             inner: Arc::new(Inner {
                 paths,
+                options,
                 settings: RwLock::new(settings),
-                store,
+                main_store: store,
                 vault,
-                tokens,
-                engine: engine.clone(),
-                demo,
+                runtime: RwLock::new(runtime.clone()),
+                kept,
+                rebuilding: tokio::sync::Mutex::new(()),
                 events,
                 sign_in: Mutex::new(None),
                 titles: Mutex::default(),
             }),
         };
-        companion.forward_engine_events();
-        let report = engine.recover().await?;
-        if !report.outcome_unknown.is_empty() || !report.interrupted.is_empty() {
-            tracing::warn!(?report, "recovered from an earlier run");
-        }
+        companion.forward_engine_events(&runtime.engine);
+        companion.recover(&runtime).await?;
         Ok(companion)
     }
 
-    fn forward_engine_events(&self) {
-        let mut from_engine = self.inner.engine.subscribe();
+    /// Recovers the runtime's database, once per process.
+    async fn recover(&self, runtime: &Runtime) -> Result<(), CompanionError> {
+        let database = match runtime.profile {
+            runtime::Profile::Demo => runtime::demo_database(&self.inner.paths),
+            runtime::Profile::Real { .. } => self.inner.paths.database(),
+        };
+        runtime::recover_once(runtime, &database, &self.inner.kept).await
+    }
+
+    /// What the settings built now.
+    pub(crate) fn runtime(&self) -> Arc<Runtime> {
+        lock_read(&self.inner.runtime).clone()
+    }
+
+    /// Rebuilds what depends on the settings and the secrets, and switches to it: new calls use
+    /// the new engine, while turns already running finish on the old one. A sign-in in
+    /// progress is cancelled when the Feishu side changed, since it was for the old app.
+    pub(crate) async fn rebuild(&self) -> Result<(), CompanionError> {
+        let _one = self.inner.rebuilding.lock().await;
+        let settings = self.settings();
+        let fresh = runtime::build(
+            &self.inner.paths,
+            &settings,
+            &self.inner.options,
+            &self.inner.vault,
+            &self.inner.main_store,
+            &self.inner.kept,
+        )
+        .await?;
+        let old = self.runtime();
+        if old.profile != fresh.profile
+            || old.tokens.oauth().endpoints() != fresh.tokens.oauth().endpoints()
+        {
+            self.stop_sign_in().await;
+            lock(&self.inner.titles).clear();
+        }
+        self.forward_engine_events(&fresh.engine);
+        self.recover(&fresh).await?;
+        *self
+            .inner
+            .runtime
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = fresh.clone();
+        tracing::info!(profile = ?fresh.profile, "settings applied");
+        Ok(())
+    }
+
+    /// Which data the app works on now: the demo's or the user's own Feishu app's.
+    pub fn profile(&self) -> runtime::Profile {
+        self.runtime().profile.clone()
+    }
+
+    fn forward_engine_events(&self, engine: &Engine) {
+        let mut from_engine = engine.subscribe();
         let to_ui = self.inner.events.clone();
         tokio::spawn(async move {
             loop {
@@ -307,9 +280,9 @@ impl Companion {
         &self.inner.paths
     }
 
-    /// The engine (for the application core's own modules and tests).
-    pub fn engine(&self) -> &Engine {
-        &self.inner.engine
+    /// The engine now (for the application core's own modules and tests).
+    pub fn engine(&self) -> Engine {
+        self.runtime().engine.clone()
     }
 
     /// Conversation titles already worked out, by session id.
@@ -319,17 +292,17 @@ impl Companion {
 
     /// Whether the app runs on the built-in emulator and scripted model.
     pub fn is_demo(&self) -> bool {
-        self.inner.demo.is_some()
+        self.runtime().demo.is_some()
     }
 
     /// The demo's stand-ins, in demo mode.
-    pub fn demo(&self) -> Option<&Demo> {
-        self.inner.demo.as_ref()
+    pub fn demo(&self) -> Option<Arc<Demo>> {
+        self.runtime().demo.clone()
     }
 
     /// The user id sessions are kept under: the signed-in user, or `local` before any sign-in.
     async fn user_id(&self) -> String {
-        match self.inner.tokens.account().await {
+        match self.runtime().tokens.account().await {
             Ok(Some(Account {
                 user: Some(user), ..
             })) => user.open_id,
@@ -340,32 +313,23 @@ impl Companion {
     /// Starts a new conversation.
     pub async fn create_session(&self) -> Result<String, CompanionError> {
         let user = self.user_id().await;
-        Ok(self
-            .inner
-            .engine
-            .create_session(&user, &Default::default())?)
+        Ok(self.engine().create_session(&user, &Default::default())?)
     }
 
     /// The user's conversations, most recent first.
     pub async fn list_sessions(&self) -> Result<Vec<store::SessionMeta>, CompanionError> {
         let user = self.user_id().await;
-        let mut sessions = self
-            .inner
-            .store
-            .list_sessions(&EngineConfig::default().app_name, &user)?;
+        let store = self.runtime().store.clone();
+        let mut sessions = store.list_sessions(&EngineConfig::default().app_name, &user)?;
         if user != "local" {
-            sessions.extend(
-                self.inner
-                    .store
-                    .list_sessions(&EngineConfig::default().app_name, "local")?,
-            );
+            sessions.extend(store.list_sessions(&EngineConfig::default().app_name, "local")?);
         }
         Ok(sessions)
     }
 
     /// A conversation's stored events.
     pub fn session_events(&self, session_id: &str) -> Result<Vec<Event>, CompanionError> {
-        Ok(self.inner.store.load_session(session_id)?.events)
+        Ok(self.runtime().store.load_session(session_id)?.events)
     }
 
     /// Sends a message and runs the turn until it completes or waits for the user.
@@ -379,15 +343,14 @@ impl Companion {
             return Err(CompanionError::Other("the message is empty".to_owned()));
         }
         Ok(self
-            .inner
-            .engine
+            .engine()
             .send_message(session_id, Content::user_text(text))
             .await?)
     }
 
     /// Stops the running or waiting turn of a conversation.
     pub async fn cancel_turn(&self, session_id: &str) -> Result<bool, CompanionError> {
-        Ok(self.inner.engine.cancel(session_id).await?)
+        Ok(self.engine().cancel(session_id).await?)
     }
 
     /// Approves, edits and approves, rejects, or always-allows a held call.
@@ -396,7 +359,7 @@ impl Companion {
         call_id: &str,
         decision: Decision,
     ) -> Result<TurnOutcome, CompanionError> {
-        Ok(self.inner.engine.decide(call_id, decision).await?)
+        Ok(self.engine().decide(call_id, decision).await?)
     }
 
     /// Decides many held calls at once (the inbox's multi-select).
@@ -404,22 +367,22 @@ impl Companion {
         &self,
         decisions: Vec<(String, Decision)>,
     ) -> Result<Vec<TurnOutcome>, CompanionError> {
-        Ok(self.inner.engine.decide_many(decisions).await?)
+        Ok(self.engine().decide_many(decisions).await?)
     }
 
     /// Everything waiting for the user, across conversations, oldest first.
     pub fn pending(&self) -> Result<Vec<CallRecord>, CompanionError> {
-        Ok(self.inner.engine.pending_calls()?)
+        Ok(self.engine().pending_calls()?)
     }
 
     /// The always/never rules, revoked ones included.
     pub fn rules(&self) -> Result<Vec<Rule>, CompanionError> {
-        Ok(self.inner.engine.rules()?)
+        Ok(self.engine().rules()?)
     }
 
     /// Revokes a rule.
     pub fn revoke_rule(&self, rule_id: &str) -> Result<Rule, CompanionError> {
-        Ok(self.inner.engine.revoke_rule(rule_id)?)
+        Ok(self.engine().revoke_rule(rule_id)?)
     }
 
     /// The audit trail, newest first.
@@ -427,12 +390,12 @@ impl Companion {
         &self,
         filter: &AuditFilter,
     ) -> Result<Vec<agent::persist::AuditEntry>, CompanionError> {
-        Ok(self.inner.engine.audit_trail(filter)?)
+        Ok(self.engine().audit_trail(filter)?)
     }
 
     /// The signed-in account (no secrets), if any.
     pub async fn account(&self) -> Result<Option<Account>, CompanionError> {
-        Ok(self.inner.tokens.account().await?)
+        Ok(self.runtime().tokens.account().await?)
     }
 
     /// Starts a sign-in for `scopes` (empty: whatever the waiting calls need), returns the page
@@ -460,7 +423,7 @@ impl Companion {
             .await
             .map_err(feishu::SignInError::from)?;
         let request = self
-            .inner
+            .runtime()
             .tokens
             .oauth()
             .begin_sign_in(&wanted, &listener.redirect_uri())
@@ -494,6 +457,13 @@ impl Companion {
             .await
         {
             Ok(outcome) => outcome,
+            Err(feishu::ListenerError::Timeout(waited)) => {
+                return SignInStatus::Refused {
+                    problem: self.describe(&crate::sign_in_help::SignInProblem::TimedOut {
+                        minutes: waited.as_secs().div_ceil(60),
+                    }),
+                };
+            }
             Err(e) => {
                 return SignInStatus::Failed {
                     message: e.to_string(),
@@ -504,7 +474,12 @@ impl Companion {
             CallbackOutcome::Code(code) => code,
             CallbackOutcome::Denied { .. } => return SignInStatus::Declined,
         };
-        let account = match self.inner.tokens.complete_sign_in(&request, &code).await {
+        let account = match self
+            .runtime()
+            .tokens
+            .complete_sign_in(&request, &code)
+            .await
+        {
             Ok(account) => account,
             Err(e) => {
                 return SignInStatus::Failed {
@@ -512,13 +487,23 @@ impl Companion {
                 };
             }
         };
-        if let Err(e) = self.inner.engine.auth_completed(&account.scopes).await {
+        if let Err(e) = self.engine().auth_completed(&account.scopes).await {
             tracing::warn!(error = %e, "resuming calls after sign-in failed");
         }
         SignInStatus::SignedIn {
             name: account.user.map(|u| u.name).unwrap_or_default(),
             scopes: account.scopes,
         }
+    }
+
+    /// Tells the UI where a sign-in stands.
+    pub(crate) fn announce(&self, status: SignInStatus) {
+        let _ = self.inner.events.send(UiEvent::SignIn(status));
+    }
+
+    /// The App ID sign-ins use (the demo app's in demo mode).
+    pub(crate) fn feishu_app_id(&self) -> String {
+        self.runtime().tokens.oauth().app_id().to_owned()
     }
 
     /// Stops a sign-in in progress (the listener closes and frees the port).
@@ -528,14 +513,23 @@ impl Companion {
         }
     }
 
+    /// Stops a sign-in in progress and waits until its listener has freed the port.
+    pub(crate) async fn stop_sign_in(&self) {
+        let task = lock(&self.inner.sign_in).take();
+        if let Some(task) = task {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+
     /// The user declined to sign in for a call: the model is told it was cancelled.
     pub async fn decline_sign_in(&self, call_id: &str) -> Result<TurnOutcome, CompanionError> {
-        Ok(self.inner.engine.auth_declined(call_id).await?)
+        Ok(self.engine().auth_declined(call_id).await?)
     }
 
     /// Signs out of Feishu.
     pub async fn sign_out(&self) -> Result<(), CompanionError> {
-        Ok(self.inner.tokens.sign_out().await?)
+        Ok(self.runtime().tokens.sign_out().await?)
     }
 
     /// The current settings.
@@ -543,8 +537,8 @@ impl Companion {
         lock_read(&self.inner.settings).clone()
     }
 
-    /// Saves new settings. Model and Feishu changes take effect at the next start; the answer
-    /// says whether a restart is needed.
+    /// Saves new settings; the answer says whether what the settings build must be rebuilt
+    /// ([`Companion::apply_settings`] does both).
     pub fn update_settings(&self, settings: Settings) -> Result<bool, CompanionError> {
         settings.save(&self.inner.paths.settings_file())?;
         let mut current = self
@@ -552,9 +546,9 @@ impl Companion {
             .settings
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let restart = current.model != settings.model || current.feishu != settings.feishu;
+        let rebuild = runtime::needs_rebuild(&current, &settings);
         *current = settings;
-        Ok(restart)
+        Ok(rebuild)
     }
 
     /// Stores the Feishu App Secret in the vault (never in the settings file).
@@ -570,6 +564,35 @@ impl Companion {
                 CompanionError::Other(format!("the preset {preset:?} takes no API key"))
             })?;
         Ok(self.inner.vault.put(name, key.trim().as_bytes())?)
+    }
+
+    /// A secret from the vault, for the core's own checks (never for the UI).
+    pub(crate) fn vault_secret(&self, name: &str) -> Option<String> {
+        self.inner
+            .vault
+            .get(name)
+            .ok()
+            .flatten()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+    }
+
+    /// The Open API base of the user's own Feishu app (not the demo's emulator).
+    pub(crate) fn feishu_base_url(&self, brand: feishu::Brand) -> String {
+        match &self.inner.options.feishu_base_url {
+            Some(base) => base.trim_end_matches('/').to_owned(),
+            None => feishu::Endpoints::for_brand(brand)
+                .open
+                .as_str()
+                .trim_end_matches('/')
+                .to_owned(),
+        }
+    }
+
+    /// Whether a sign-in is waiting on the redirect port.
+    pub(crate) fn sign_in_waiting(&self) -> bool {
+        lock(&self.inner.sign_in)
+            .as_ref()
+            .is_some_and(|task| !task.is_finished())
     }
 
     /// Which secrets are set, without their values.
@@ -589,35 +612,4 @@ impl Companion {
 fn lock_read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
     lock.read()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn parse_url(text: &str) -> Result<url::Url, CompanionError> {
-    url::Url::parse(text).map_err(|e| CompanionError::Other(format!("bad URL {text}: {e}")))
-}
-
-/// Starts the emulator (with the demo app registered for the configured redirect port) and the
-/// scripted model server.
-async fn start_demo(settings: &Settings) -> Result<Demo, CompanionError> {
-    let feishu = FeishuEmulator::start()
-        .await
-        .map_err(|e| CompanionError::Other(format!("cannot start the Feishu emulator: {e}")))?;
-    feishu.register_app(App {
-        app_id: DEMO_APP_ID.to_owned(),
-        app_secret: DEMO_APP_ID.to_owned(),
-        redirect_uris: vec![settings.feishu.redirect_url()],
-        enabled_scopes: emulator::feishu::api::scopes::PREFERRED_SCOPES
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect(),
-    });
-    let mut script = Script::demo()
-        .map_err(|e| CompanionError::Other(format!("the demo script is broken: {e}")))?;
-    // The script's replies name times ("明天 15:00") in this offset, and the approval card shows
-    // them in the user's zone: the two must agree wherever the user is.
-    script.utc_offset_minutes = settings.tz().to_offset(jiff::Timestamp::now()).seconds() / 60;
-    let model = ModelServer::start(script)
-        .await
-        .map_err(|e| CompanionError::Other(format!("cannot start the demo model: {e}")))?;
-    tracing::info!(feishu = %feishu.base_url(), model = %model.base_url(), "demo mode");
-    Ok(Demo { feishu, model })
 }

@@ -4,32 +4,8 @@
 use crate::view::{ScopeView, Text};
 
 /// Every user scope to enable for a self-built Feishu app, in the order the README's table and
-/// the settings page list them: staying signed in, calendar, chats, docs, tasks, people.
-pub const APP_SCOPES: &[&str] = &[
-    "offline_access",
-    "calendar:calendar:readonly",
-    "calendar:calendar.free_busy:read",
-    "calendar:calendar.event:create",
-    "calendar:calendar.event:update",
-    "calendar:calendar.event:delete",
-    "im:chat:readonly",
-    "im:message:readonly",
-    "im:message.group_msg:get_as_user",
-    "im:message.p2p_msg:get_as_user",
-    "im:message",
-    "im:message.send_as_user",
-    "search:docs:read",
-    "docs:document.content:read",
-    "docx:document:readonly",
-    "docx:document:create",
-    "docx:document:write_only",
-    "docx:document.block:convert",
-    "drive:drive:readonly",
-    "task:task:read",
-    "task:task:write",
-    "contact:user:search",
-    "contact:contact.base:readonly",
-];
+/// the settings page list them; the feishu crate's list, which bounds what a sign-in asks for.
+pub const APP_SCOPES: &[&str] = feishu::tools::APP_SCOPES;
 
 /// The tool in words ("Create a calendar event").
 pub fn tool_title(tool: &str) -> Text {

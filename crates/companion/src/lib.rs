@@ -7,11 +7,15 @@
 //! a user who has not configured a Feishu app or a model yet. *Pending* items are the calls
 //! waiting for the user: approvals, sign-ins, and writes whose outcome a crash made unknown.
 
+mod apply;
+pub mod check;
 mod core;
 pub mod labels;
 pub mod paths;
 pub mod resources;
+pub mod runtime;
 pub mod settings;
+pub mod sign_in_help;
 mod ui_api;
 pub mod updates;
 pub mod view;
@@ -21,4 +25,5 @@ pub use core::{
 };
 pub use paths::AppPaths;
 pub use resources::Resources;
+pub use runtime::Profile;
 pub use settings::{FeishuSettings, Language, ModelSettings, Settings, SettingsError, Theme};

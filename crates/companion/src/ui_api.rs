@@ -272,10 +272,11 @@ impl Companion {
         })
     }
 
-    /// Saves settings; the answer says whether a restart is needed for them to take effect.
-    pub fn save_settings(&self, settings: Settings) -> Result<SavedSettings, CompanionError> {
+    /// Saves settings and applies them at once (no restart is ever needed).
+    pub async fn save_settings(&self, settings: Settings) -> Result<SavedSettings, CompanionError> {
+        self.apply_settings(settings).await?;
         Ok(SavedSettings {
-            restart_needed: self.update_settings(settings)?,
+            restart_needed: false,
         })
     }
 

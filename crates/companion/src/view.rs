@@ -538,7 +538,7 @@ pub struct SettingsView {
 /// The answer to saving settings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 pub struct SavedSettings {
-    /// Model or Feishu changes take effect at the next start.
+    /// Always false: settings apply at once (kept so the UI can still say otherwise).
     pub restart_needed: bool,
 }
 
@@ -565,6 +565,13 @@ pub enum SignInView {
         /// Why, and what to do.
         message: String,
     },
+    /// Feishu refused it, or it timed out: which setting to change, with the exact value.
+    Refused {
+        /// The problem in words.
+        problem: crate::sign_in_help::SignInProblemView,
+    },
+    /// It continues in the system browser (the company's own sign-in page).
+    InBrowser,
 }
 
 impl From<&crate::SignInStatus> for SignInView {
@@ -579,6 +586,10 @@ impl From<&crate::SignInStatus> for SignInView {
             crate::SignInStatus::Failed { message } => SignInView::Failed {
                 message: message.clone(),
             },
+            crate::SignInStatus::Refused { problem } => SignInView::Refused {
+                problem: problem.clone(),
+            },
+            crate::SignInStatus::InBrowser => SignInView::InBrowser,
         }
     }
 }

@@ -37,6 +37,7 @@ fn generate(dir: &Path) {
         SignInView,
         SignInTicketView,
         UiEventView,
+        companion::check::CheckView,
         companion::Settings,
         companion::updates::UpdateStatusView,
     );

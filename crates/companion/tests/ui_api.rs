@@ -169,11 +169,22 @@ async fn the_settings_page_says_what_needs_a_restart() {
 
     let mut settings = page.settings.clone();
     settings.approval_expiry_minutes = 30;
-    assert!(!app.save_settings(settings.clone()).unwrap().restart_needed);
+    assert!(
+        !app.save_settings(settings.clone())
+            .await
+            .unwrap()
+            .restart_needed
+    );
     settings.feishu.app_id = "cli_a1b2c3".into();
-    assert!(app.save_settings(settings.clone()).unwrap().restart_needed);
+    assert!(
+        !app.save_settings(settings.clone())
+            .await
+            .unwrap()
+            .restart_needed,
+        "settings apply at once"
+    );
     settings.feishu.app_id = "not-an-app".into();
-    let refused = app.save_settings(settings).unwrap_err().to_string();
+    let refused = app.save_settings(settings).await.unwrap_err().to_string();
     assert!(refused.contains("cli_"), "{refused}");
     assert_eq!(
         app.settings().feishu.app_id,

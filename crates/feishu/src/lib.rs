@@ -23,4 +23,4 @@ pub use oauth::{FeishuOAuthError, OAuthClient, RefreshAction, SignInRequest, Tok
 pub use tokens::{
     Account, MemoryTokenStore, StoredToken, TokenError, TokenManager, TokenStore, VaultTokenStore,
 };
-pub use tools::{FeishuTool, ToolEnv, all_tools};
+pub use tools::{APP_SCOPES, FeishuTool, ToolEnv, all_tools, choose_scopes};

@@ -35,6 +35,7 @@ pub fn app(dir: &Path) -> App<MockRuntime> {
         data_dir: Some(dir.to_path_buf()),
         ephemeral_keys: true,
         demo: true,
+        feishu_base_url: None,
     };
     let shell = Shell::new(launch, Instant::now()).without_native_windows();
     let app = feishu_companion::configure(mock_builder(), shell)

@@ -7,6 +7,7 @@ import type { AppInfo } from './bindings/AppInfo';
 import type { AuditQuery } from './bindings/AuditQuery';
 import type { AuditView } from './bindings/AuditView';
 import type { BatchDecision } from './bindings/BatchDecision';
+import type { CheckView } from './bindings/CheckView';
 import type { CallView } from './bindings/CallView';
 import type { DecisionInput } from './bindings/DecisionInput';
 import type { ExportFormat } from './bindings/ExportFormat';
@@ -68,6 +69,7 @@ export const api = {
   saveSettings: (settings: Settings) => invoke<SavedSettings>('save_settings', { settings }),
   setAppSecret: (secret: string) => invoke<null>('set_app_secret', { secret }),
   setModelKey: (preset: string, key: string) => invoke<null>('set_model_key', { preset, key }),
+  checkConnection: () => invoke<CheckView>('check_connection'),
 
   onEvent: (handler: (ev: UiEventView) => void): Promise<UnlistenFn> =>
     listen<UiEventView>('companion://event', (e) => handler(e.payload)),

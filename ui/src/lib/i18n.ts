@@ -2,6 +2,7 @@
 // `en`, so a missing translation is a type error (and the unit test checks neither is empty).
 
 import { en as updatesEn, zh as updatesZh } from './i18n/updates';
+import * as tenants from './i18n/tenants';
 
 export type Lang = 'zh' | 'en';
 
@@ -249,6 +250,7 @@ export const en = {
   attention_jump: 'Jump to it',
   attention_open_inbox: 'Open Approvals',
   open_link_failed: 'Could not open the link: {msg}',
+  ...tenants.en,
 } as const;
 
 export type Key = keyof typeof en;
@@ -487,6 +489,7 @@ export const zh: Record<Key, string> = {
   attention_jump: '查看',
   attention_open_inbox: '打开待审批',
   open_link_failed: '无法打开链接：{msg}',
+  ...tenants.zh,
 };
 
 export const strings: Record<Lang, Record<Key, string>> = { en, zh };

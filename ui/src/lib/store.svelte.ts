@@ -333,6 +333,18 @@ class Store {
     }
   }
 
+  /** After settings or secrets changed: they applied at once, possibly leaving (or going back
+   * to) demo mode, whose conversations and approvals are kept apart; reload what depends on it. */
+  async reloadAfterSettings() {
+    const results = await Promise.allSettled([
+      api.appInfo().then((i) => (this.info = i)),
+      api.account().then((a) => (this.account = a)),
+      this.refreshPending(),
+      this.refreshSessions(),
+    ]);
+    for (const r of results) if (r.status === 'rejected') this.fail(r.reason);
+  }
+
   // ---- sign-in
   async startSignIn(callId: string | null, scopes: string[], embedded: boolean) {
     this.signInCall = callId;

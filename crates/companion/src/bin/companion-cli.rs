@@ -256,6 +256,16 @@ async fn print_events(mut events: tokio::sync::broadcast::Receiver<UiEvent>) {
             UiEvent::SignIn(SignInStatus::Declined) => {
                 println!("\n✗ 已取消授权 / sign-in declined")
             }
+            UiEvent::SignIn(SignInStatus::Refused { problem }) => {
+                println!("\n✗ {} / {}", problem.title.zh, problem.title.en);
+                println!("  {}\n  {}", problem.fix.zh, problem.fix.en);
+                if let Some(value) = &problem.value {
+                    println!("  {value}");
+                }
+            }
+            UiEvent::SignIn(SignInStatus::InBrowser) => {
+                println!("\n… 登录在浏览器中继续 / the sign-in continues in your browser")
+            }
             UiEvent::SignIn(SignInStatus::Waiting { .. }) => {}
         }
     }

@@ -7,6 +7,7 @@
 //! and [`faults`] the injected failures and rate limits.
 
 pub mod api;
+pub mod console;
 mod datetime;
 pub mod faults;
 pub mod oauth;
@@ -24,6 +25,7 @@ use axum::{Json, Router};
 use serde::Serialize;
 
 pub use api::scopes::{self, ENDPOINTS, Endpoint, PREFERRED_SCOPES, preferred_scope};
+pub use console::AppRelease;
 pub use faults::{Fault, FaultKind, RateLimit};
 pub use seed::{SeedIds, SeedPerson};
 
@@ -87,7 +89,10 @@ pub struct User {
 }
 
 pub(crate) struct EmulatorState {
+    /// `http://127.0.0.1:<port>`, for links the emulator builds to itself.
+    pub(crate) base_url: String,
     pub(crate) apps: HashMap<String, App>,
+    pub(crate) console: console::ConsoleState,
     pub(crate) user: User,
     pub(crate) oauth: oauth::OAuthState,
     pub(crate) api: api::ApiState,
@@ -206,8 +211,13 @@ impl FeishuEmulator {
     /// Starts the emulator on `127.0.0.1` at a free port.
     pub async fn start() -> std::io::Result<FeishuEmulator> {
         let (tenant, seed) = seed::build(now_millis());
+        let listener =
+            tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).await?;
+        let address = listener.local_addr()?;
         let shared = Shared(Arc::new(Mutex::new(EmulatorState {
+            base_url: format!("http://{address}"),
             apps: HashMap::new(),
+            console: console::ConsoleState::default(),
             user: demo_user(),
             oauth: oauth::OAuthState::default(),
             api: api::ApiState {
@@ -227,11 +237,10 @@ impl FeishuEmulator {
                 post(faults::post_faults).delete(faults::delete_faults),
             )
             .route("/_emulator/seed", get(seed_ids))
+            .merge(console::routes())
+            .fallback(api::not_found)
             .layer(axum::middleware::from_fn(api::stamp_logid))
             .with_state(shared.clone());
-        let listener =
-            tokio::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).await?;
-        let address = listener.local_addr()?;
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(async move {
             let server = axum::serve(listener, router).with_graceful_shutdown(async {
@@ -261,6 +270,31 @@ impl FeishuEmulator {
     /// Registers an app (as the developer console would).
     pub fn register_app(&self, app: App) {
         self.shared.lock().apps.insert(app.app_id.clone(), app);
+    }
+
+    /// Sets where the app stands for the user: published, unpublished, disabled, or out of
+    /// the user's availability range (the authorize page fails with Feishu's code for each).
+    pub fn set_app_release(&self, app_id: &str, release: AppRelease) {
+        self.shared
+            .lock()
+            .console
+            .releases
+            .insert(app_id.to_owned(), release);
+    }
+
+    /// Makes the tenant sign in through an identity provider at `url` (enterprise single
+    /// sign-on): the authorize page first redirects there, with a `return` URL that brings the
+    /// browser back. `None` signs in on Feishu's own page again.
+    pub fn set_identity_provider(&self, url: Option<String>) {
+        self.shared.lock().console.identity_provider = url;
+    }
+
+    /// Starts a stand-in identity provider on another loopback port (one already signed in,
+    /// which sends the browser straight back) and makes the tenant use it; answers its URL.
+    pub async fn use_stand_in_identity_provider(&self) -> std::io::Result<String> {
+        let url = console::start_stand_in(&self.shared).await?;
+        self.set_identity_provider(Some(url.clone()));
+        Ok(url)
     }
 
     /// Every request received so far.

@@ -18,6 +18,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
+use super::console::AppRelease;
 use super::{Shared, now_millis};
 
 /// Authorization codes live this long (Feishu: 5 minutes).
@@ -90,6 +91,11 @@ pub(crate) fn routes() -> Router<Shared> {
         .route("/open-apis/authen/v1/authorize/decision", post(decide))
         .route("/open-apis/authen/v2/oauth/token", post(token))
         .route("/open-apis/authen/v1/user_info", get(user_info))
+        .route(
+            "/open-apis/auth/v3/app_access_token/internal",
+            post(app_access_token),
+        )
+        .method_not_allowed_fallback(super::api::method_not_allowed)
 }
 
 pub(crate) fn random_token(prefix: &str, len: usize) -> String {
@@ -115,10 +121,29 @@ ul{padding:8px 12px 8px 28px;background:#f5f6f7;border-radius:6px}code{font-size
 button{font:inherit;border-radius:6px;padding:6px 20px;border:1px solid #d0d3d6;background:#fff;cursor:pointer}\
 #allow{background:#3370ff;border-color:#3370ff;color:#fff}.note{color:#8f959e;font-size:12px;margin-top:16px}";
 
+/// The authorize page refusing the request, worded as Feishu's does ("错误码：20029 redirect_uri
+/// 请求不合法" / "Error code: 20029 redirect_uri request is invalid.", then the log ID for
+/// support), so an app can read the code off the page.
 fn error_page(code: i64, zh: &str, en: &str) -> Response {
+    let log_id = format!(
+        "{}{}",
+        now_millis(),
+        uuid::Uuid::new_v4()
+            .simple()
+            .to_string()
+            .to_ascii_uppercase()
+    );
     let html = format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Feishu</title></head><body>\
-         <h1>{code}</h1><p>{zh}</p><p>{en}</p></body></html>"
+        "<!doctype html><html><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width\"><title>飞书 · Feishu</title>\
+         <style>{CONSENT_CSS}</style></head><body><main>\
+         <div class=\"brand\">飞书 · Feishu <span>模拟器 Emulator</span></div>\
+         <h1 id=\"error\">错误码：{code} {zh}</h1><p class=\"who\">Error code: {code} {en}</p>\
+         <p class=\"note\">若点击刷新重试无法解决问题，请将 log ID 提供给客服协助解决：{log_id}<br>\
+         If refreshing doesn't solve the issue, please contact support with the log ID for assistance. Log ID: {log_id}</p>\
+         </main></body></html>",
+        zh = escape(zh),
+        en = escape(en),
     );
     (StatusCode::BAD_REQUEST, Html(html)).into_response()
 }
@@ -159,15 +184,84 @@ async fn authorize(
         .get("scope")
         .map(|s| s.split_whitespace().map(str::to_owned).collect())
         .unwrap_or_default();
-    if let Some(missing) = scopes
-        .iter()
-        .find(|s| *s != "offline_access" && !app.enabled_scopes.contains(s))
+    // The app's release and the user's place in its availability range come before consent;
+    // the codes are those Feishu documents for the same conditions at the token endpoint
+    // (feishu-platform.md §1.3; 通用错误码: 20009 tenant app not installed, 20010 user not
+    // visible to app), since the authorize page's own list is not published.
+    match state
+        .console
+        .releases
+        .get(&app_id)
+        .copied()
+        .unwrap_or_default()
     {
+        AppRelease::Available => {}
+        AppRelease::Unpublished => {
+            return error_page(
+                20009,
+                "应用未开通，请联系管理员安装应用",
+                "The app is not available. Please contact the administrator to install the application.",
+            );
+        }
+        AppRelease::Disabled => {
+            return error_page(20069, "应用已停用", "The app has been disabled.");
+        }
+        AppRelease::UserOutsideAvailability => {
+            return error_page(
+                20010,
+                "你不在该应用的可用范围内，请联系管理员",
+                "You are not in the app's availability range. Please contact the administrator.",
+            );
+        }
+    }
+    // 20027: a scope asked for that the app has not enabled (获取授权码 → 常见问题).
+    let missing: Vec<&String> = scopes
+        .iter()
+        .filter(|s| *s != "offline_access" && !app.enabled_scopes.contains(s))
+        .collect();
+    if !missing.is_empty() {
+        let listed = missing
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
         return error_page(
             20027,
-            &format!("应用未开通权限 {missing}"),
-            &format!("The app has not enabled the scope {missing}."),
+            &format!("应用未开通所需的权限：[{listed}]"),
+            &format!("The app has not enabled the scopes: [{listed}]"),
         );
+    }
+    // Enterprise single sign-on: the tenant's identity provider signs the user in first, then
+    // sends the browser back here with a ticket.
+    if let Some(provider) = state.console.identity_provider.clone() {
+        let ticket = query.get("sso_ticket").cloned();
+        if !ticket.is_some_and(|t| state.console.sso_tickets.remove(&t)) {
+            let ticket = random_token("sso_", 24);
+            state.console.sso_tickets.insert(ticket.clone());
+            let mut back =
+                url::Url::parse(&format!("{}/open-apis/authen/v1/authorize", state.base_url)).ok();
+            if let Some(back) = back.as_mut() {
+                let mut pairs = back.query_pairs_mut();
+                for (k, v) in query.iter().filter(|(k, _)| *k != "sso_ticket") {
+                    pairs.append_pair(k, v);
+                }
+                pairs.append_pair("sso_ticket", &ticket);
+            }
+            let back = back.map(|b| b.to_string()).unwrap_or_default();
+            let target = if provider.starts_with("http") {
+                match url::Url::parse(&provider) {
+                    Ok(mut idp) => {
+                        idp.query_pairs_mut().append_pair("return", &back);
+                        idp.to_string()
+                    }
+                    Err(_) => provider,
+                }
+            } else {
+                // Not a web address (a test of `javascript:` redirects): sent as it is.
+                provider
+            };
+            return (StatusCode::FOUND, [(header::LOCATION, target)]).into_response();
+        }
     }
     let challenge = query.get("code_challenge").map(|c| {
         let method = query
@@ -508,6 +602,41 @@ fn issue_tokens(state: &mut super::EmulatorState, app_id: &str) -> Response {
         body["refresh_token_expires_in"] = json!(REFRESH_TTL_SECS);
     }
     axum::Json(body).into_response()
+}
+
+/// `POST /auth/v3/app_access_token/internal`: a self-built app's own token, for the App ID and
+/// Secret alone. Flat answer (`{code,msg,app_access_token,expire,tenant_access_token}`); a wrong
+/// secret is 10015 and a disabled app 10014, as the generic error-code table names them.
+async fn app_access_token(
+    State(shared): State<Shared>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    shared.log("POST", "/open-apis/auth/v3/app_access_token/internal", None);
+    let form = form_or_json(&headers, &body);
+    let state = shared.lock();
+    let flat = |code: i64, msg: &str| axum::Json(json!({"code": code, "msg": msg})).into_response();
+    let (Some(app_id), Some(secret)) = (form.get("app_id"), form.get("app_secret")) else {
+        return flat(10003, "invalid param: app_id and app_secret are required");
+    };
+    let Some(app) = state.apps.get(app_id) else {
+        return flat(10003, "invalid param: app_id does not exist");
+    };
+    if app.app_secret != *secret {
+        return flat(10015, "wrong app secret");
+    }
+    if state.console.releases.get(app_id) == Some(&AppRelease::Disabled) {
+        return flat(10014, "app unauthorized");
+    }
+    let token = random_token("t-", 40);
+    axum::Json(json!({
+        "code": 0,
+        "msg": "ok",
+        "app_access_token": token,
+        "expire": 7200,
+        "tenant_access_token": token,
+    }))
+    .into_response()
 }
 
 /// The bearer token of a request, if any.

@@ -130,11 +130,21 @@ impl AgentTool for FeishuTool {
 }
 
 impl FeishuTool {
-    /// The scopes to sign in for: those Feishu named, then any other the tool needs to run and
-    /// the user has not granted, so one sign-in is enough instead of one card per request the
-    /// call makes (creating an event, then inviting its attendees).
+    /// The scopes to sign in for: the one Feishu's alternatives and the tool's declaration
+    /// agree on (see [`choose_scopes`]), then any other the tool needs to run and the user has
+    /// not granted, so one sign-in is enough instead of one card per request the call makes
+    /// (creating an event, then inviting its attendees).
     async fn needs_auth(&self, named: Vec<String>) -> ToolReturn {
-        let mut scopes = named;
+        let declared = self.spec.scopes;
+        let mut scopes = choose_scopes(&named, declared);
+        if scopes.is_empty() && !named.is_empty() {
+            return ToolResult::new(ToolOutcome::Failed)
+                .with_content(format!(
+                    "Feishu asks the user to grant one of {}, none of which this app is set up to ask for. Tell the user; signing in again will not help.",
+                    named.join(", ")
+                ))
+                .into();
+        }
         let missing = self
             .env
             .api
@@ -167,6 +177,78 @@ impl FeishuTool {
             .with_content(text)
             .into()
     }
+}
+
+/// Every user scope the app may ask for, in the order the README's table and the settings page
+/// list them (staying signed in, calendar, chats, docs, tasks, people): what a self-built app must
+/// enable, and the only scopes a sign-in ever asks for.
+pub const APP_SCOPES: &[&str] = &[
+    "offline_access",
+    "calendar:calendar:readonly",
+    "calendar:calendar.free_busy:read",
+    "calendar:calendar.event:create",
+    "calendar:calendar.event:update",
+    "calendar:calendar.event:delete",
+    "im:chat:readonly",
+    "im:message:readonly",
+    "im:message.group_msg:get_as_user",
+    "im:message.p2p_msg:get_as_user",
+    "im:message",
+    "im:message.send_as_user",
+    "search:docs:read",
+    "docs:document.content:read",
+    "docx:document:readonly",
+    "docx:document:create",
+    "docx:document:write_only",
+    "docx:document.block:convert",
+    "drive:drive:readonly",
+    "task:task:read",
+    "task:task:write",
+    "contact:user:search",
+    "contact:contact.base:readonly",
+];
+
+/// The scopes to ask for when Feishu answers 99991679 with `named`, the alternatives it would
+/// accept (its `permission_violations` list *every* scope that satisfies the call, e.g. both
+/// `task:task:read` and `task:task:write` for listing tasks; see the example under
+/// 获取授权码 → 如何获取包含目标权限的 user_access_token,
+/// <https://open.feishu.cn/document/common-capabilities/sso/api/obtain-oauth-code>).
+///
+/// Least privilege: the alternatives the tool declares it needs; failing that, the narrowest
+/// alternative among [`APP_SCOPES`] (a read scope before a write one). Never a scope outside
+/// [`APP_SCOPES`], which the app's console may not have enabled (Feishu's authorize page would
+/// then fail with 20027). Empty when `named` is empty or holds nothing the app may ask for.
+pub fn choose_scopes(named: &[String], declared: &[&str]) -> Vec<String> {
+    let mut chosen: Vec<String> = declared
+        .iter()
+        .filter(|d| named.iter().any(|n| n == *d))
+        .map(|d| (*d).to_owned())
+        .collect();
+    if chosen.is_empty()
+        && let Some(narrowest) = named
+            .iter()
+            .filter(|n| APP_SCOPES.contains(&n.as_str()))
+            .min_by_key(|n| breadth(n))
+    {
+        chosen.push(narrowest.clone());
+    }
+    chosen
+}
+
+/// How much a scope grants: 0 reads (`…:readonly`, `…:read`, reading as the user, searching),
+/// 1 a narrower write or transform (three segments), 2 a whole resource (`im:message`).
+pub fn breadth(scope: &str) -> u8 {
+    let segments = scope.split(':').count();
+    match scope.rsplit(':').next() {
+        Some("readonly" | "read" | "get_as_user" | "search") => 0,
+        _ if segments >= 3 => 1,
+        _ => 2,
+    }
+}
+
+/// Whether a scope only reads (what a read tool may ask for).
+pub fn is_read_scope(scope: &str) -> bool {
+    breadth(scope) == 0
 }
 
 /// Every Feishu tool, reads and writes, for an agent.

@@ -116,7 +116,16 @@ async fn create(
     args: Map<String, Value>,
     key: String,
 ) -> Result<Value, ApiError> {
-    let mut body = json!({"summary": text_arg(&args, "summary")?, "client_token": key});
+    // Feishu lists as "my tasks" only the tasks the user is assigned (task-v2/task/list:
+    // 目前只支持列取"我负责的"任务), and a task created without `members` has none
+    // (task-v2/task/create: 不填写表示任务无成员): the user is its assignee, or `list_tasks`
+    // would never show it.
+    let me = super::people::my_open_id(&env).await?;
+    let mut body = json!({
+        "summary": text_arg(&args, "summary")?,
+        "client_token": key,
+        "members": [{"id": me, "type": "user", "role": "assignee"}],
+    });
     if let Some(description) = opt_text(&args, "description") {
         body["description"] = json!(description);
     }
@@ -128,7 +137,12 @@ async fn create(
     // `client_token`: Feishu returns the same task for the same token for five minutes.
     let data = env
         .api
-        .call(Method::POST, "task/v2/tasks", &[], Some(&body))
+        .call(
+            Method::POST,
+            "task/v2/tasks",
+            &[("user_id_type", "open_id".to_owned())],
+            Some(&body),
+        )
         .await?;
     Ok(task_summary(data.get("task").unwrap_or(&Value::Null), &env))
 }

@@ -5,6 +5,6 @@
  */
 export type SavedSettings = { 
 /**
- * Model or Feishu changes take effect at the next start.
+ * Always false: settings apply at once (kept so the UI can still say otherwise).
  */
 restart_needed: boolean, };

@@ -19,6 +19,7 @@ use super::super::datetime::{
     parse_rfc3339,
 };
 use super::super::tenant::{Attendee, Event, EventTime, Tenant};
+use super::query::{IdType, flag};
 use super::{ApiError, ApiResult, Caller, json_body, ok, random_hex};
 
 /// Feishu refuses instance views of 40 days or more.
@@ -112,6 +113,7 @@ fn event_json(
     event: &Event,
     instance: Option<i64>,
     max_attendees: Option<usize>,
+    ids: IdType,
 ) -> Value {
     let (start, end) = span(&event.start, &event.end);
     let (event_id, start_time, end_time) = match instance {
@@ -149,7 +151,7 @@ fn event_json(
         "is_exception": event.recurring_event_id.is_some(),
         "create_time": event.create_time.to_string(),
         "event_organizer": {
-            "user_id": event.organizer,
+            "user_id": ids.of(tenant, &event.organizer),
             "display_name": tenant.name_of(&event.organizer),
         },
         "app_link": format!(
@@ -173,7 +175,7 @@ fn event_json(
             .attendees
             .iter()
             .take(max)
-            .map(|a| attendee_json(tenant, a))
+            .map(|a| attendee_json(tenant, a, ids))
             .collect();
         value["attendees"] = json!(shown);
         value["has_more_attendee"] = json!(event.attendees.len() > max);
@@ -189,7 +191,7 @@ fn random_digits(seed: &str) -> String {
     format!("{:09}", sum % 1_000_000_000)
 }
 
-fn attendee_json(tenant: &Tenant, attendee: &Attendee) -> Value {
+fn attendee_json(tenant: &Tenant, attendee: &Attendee, ids: IdType) -> Value {
     json!({
         "type": "user",
         "attendee_id": attendee.attendee_id,
@@ -198,7 +200,7 @@ fn attendee_json(tenant: &Tenant, attendee: &Attendee) -> Value {
         "is_organizer": attendee.is_organizer,
         "is_external": false,
         "display_name": tenant.name_of(&attendee.open_id),
-        "user_id": attendee.open_id,
+        "user_id": ids.of(tenant, &attendee.open_id),
     })
 }
 
@@ -258,7 +260,10 @@ pub(crate) async fn instance_view(
     let mut items: Vec<(i64, Value)> = Vec::new();
     for event in tenant.events.iter().filter(|e| !e.deleted) {
         for start in instance_starts(event, from, to) {
-            items.push((start, event_json(tenant, event, Some(start), None)));
+            items.push((
+                start,
+                event_json(tenant, event, Some(start), None, IdType::Open),
+            ));
         }
     }
     if items.len() >= MAX_INSTANCES {
@@ -309,7 +314,11 @@ pub(crate) async fn get_event(
     Path((calendar_id, event_id)): Path<(String, String)>,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult {
-    let max_attendees = if query.get("need_attendee").map(String::as_str) == Some("true") {
+    let ids = IdType::from_query(&query).map_err(|e| invalid(&e))?;
+    // `need_attendee` as the SDKs send it (`true`, or Python's `True`): absent or false leaves
+    // the attendees out, as Feishu does.
+    let need_attendee = flag(&query, "need_attendee").map_err(|e| invalid(&e))?;
+    let max_attendees = if need_attendee == Some(true) {
         let max = match query.get("max_attendee_num") {
             None => 10,
             Some(text) => text
@@ -330,7 +339,7 @@ pub(crate) async fn get_event(
         Target::Instance { series, start } => (series, Some(start)),
     };
     let event = tenant.events.get(index).ok_or_else(not_found)?;
-    ok(json!({ "event": event_json(tenant, event, instance, max_attendees) }))
+    ok(json!({ "event": event_json(tenant, event, instance, max_attendees, ids) }))
 }
 
 /// A `time_info` from a request body.
@@ -483,7 +492,7 @@ pub(crate) async fn create_event(
         && let Some(existing) = tenant.event_keys.get(dedupe)
         && let Some(event) = tenant.events.iter().find(|e| e.event_id == *existing)
     {
-        return ok(json!({ "event": event_json(tenant, event, None, None) }));
+        return ok(json!({ "event": event_json(tenant, event, None, None, IdType::Open) }));
     }
     let mut event = Event {
         event_id: format!("{}_0", uuid::Uuid::new_v4()),
@@ -507,7 +516,7 @@ pub(crate) async fn create_event(
         deleted: false,
     };
     apply(&mut event, &body, false)?;
-    let answer = json!({ "event": event_json(tenant, &event, None, None) });
+    let answer = json!({ "event": event_json(tenant, &event, None, None, IdType::Open) });
     if let Some(dedupe) = dedupe {
         tenant.event_keys.insert(dedupe, event.event_id.clone());
     }
@@ -556,7 +565,7 @@ pub(crate) async fn patch_event(
         }
     };
     let event = tenant.events.get(index).ok_or_else(not_found)?;
-    ok(json!({ "event": event_json(tenant, event, None, None) }))
+    ok(json!({ "event": event_json(tenant, event, None, None, IdType::Open) }))
 }
 
 /// `DELETE /calendar/v4/calendars/:calendar_id/events/:event_id`. Deleting one instance of a
@@ -601,10 +610,7 @@ pub(crate) async fn add_attendees(
     body: Bytes,
 ) -> ApiResult {
     let body = json_body(&body).map_err(|e| invalid(&e))?;
-    let id_type = query
-        .get("user_id_type")
-        .map_or("open_id", String::as_str)
-        .to_owned();
+    let ids = IdType::from_query(&query).map_err(|e| invalid(&e))?;
     let mut state = shared.lock();
     let tenant = &mut state.api.tenant;
     check_calendar(tenant, &calendar_id)?;
@@ -620,21 +626,10 @@ pub(crate) async fn add_attendees(
             return Err(ApiError::new(400, 194004, "invalid attendee type"));
         }
         let id = attendee["user_id"].as_str().unwrap_or_default();
-        let person = tenant
-            .people
-            .iter()
-            .find(|p| match id_type.as_str() {
-                "union_id" => p.union_id == id,
-                "user_id" => p.user_id == id,
-                _ => p.open_id == id,
-            })
-            .ok_or_else(|| {
-                ApiError::new(404, 195100, "user is dismiss or not exist in the tenant")
-            })?;
-        added.push((
-            person.open_id.clone(),
-            attendee["is_optional"].as_bool().unwrap_or(false),
-        ));
+        let open_id = ids.to_open_id(tenant, id).ok_or_else(|| {
+            ApiError::new(404, 195100, "user is dismiss or not exist in the tenant")
+        })?;
+        added.push((open_id, attendee["is_optional"].as_bool().unwrap_or(false)));
     }
     let event = tenant.events.get_mut(index).ok_or_else(not_found)?;
     if event.attendees.is_empty() && !added.is_empty() {
@@ -662,7 +657,7 @@ pub(crate) async fn add_attendees(
     let attendees: Vec<Value> = event
         .attendees
         .iter()
-        .map(|a| attendee_json(tenant, a))
+        .map(|a| attendee_json(tenant, a, ids))
         .collect();
     ok(json!({ "attendees": attendees }))
 }

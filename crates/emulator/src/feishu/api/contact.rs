@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::super::Shared;
 use super::super::tenant::Person;
+use super::query::IdType;
 use super::{ApiError, ApiResult, Caller, Paging, ok, paged};
 
 fn avatar(person: &Person) -> Value {
@@ -63,29 +64,23 @@ pub(crate) async fn search(
     ok(paged(json!({ "users": page }), next, "page_token"))
 }
 
-/// `GET /contact/v3/users/:user_id?user_id_type=open_id`.
+/// `GET /contact/v3/users/:user_id?user_id_type=open_id`, answering in the id type asked for,
+/// with the page's documented error codes (contact-v3/user/get: 40001 invalid parameter, 41012
+/// user id invalid).
 pub(crate) async fn get_user(
     State(shared): State<Shared>,
     Extension(_caller): Extension<Caller>,
     Path(user_id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult {
-    let id_type = query.get("user_id_type").map_or("open_id", String::as_str);
-    if !["open_id", "union_id", "user_id"].contains(&id_type) {
-        return Err(ApiError::new(400, 40001, "param error: user_id_type"));
-    }
+    let ids = IdType::from_query(&query)
+        .map_err(|e| ApiError::new(400, 40001, format!("invalid parameter: {e}")))?;
     let state = shared.lock();
-    let person = state
-        .api
-        .tenant
-        .people
-        .iter()
-        .find(|p| match id_type {
-            "union_id" => p.union_id == user_id,
-            "user_id" => p.user_id == user_id,
-            _ => p.open_id == user_id,
-        })
-        .ok_or_else(|| ApiError::new(400, 40007, format!("user_id {user_id} is not exist")))?;
+    let tenant = &state.api.tenant;
+    let person = ids
+        .to_open_id(tenant, &user_id)
+        .and_then(|open_id| tenant.person(&open_id))
+        .ok_or_else(|| ApiError::new(400, 41012, "user id invalid error"))?;
     ok(json!({"user": {
         "union_id": person.union_id,
         "user_id": person.user_id,

@@ -11,6 +11,7 @@ mod contact;
 pub(crate) mod docs;
 mod drive;
 mod im;
+mod query;
 mod tasks;
 
 use std::collections::HashMap;
@@ -263,24 +264,29 @@ pub(crate) fn routes(shared: Shared) -> Router<Shared> {
         .route(scopes::USER_SEARCH, get(contact::search))
         .route(scopes::USER, get(contact::get_user))
         .route(scopes::DRIVE_FILES, get(drive::list))
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(shared, gateway))
+}
+
+/// A path Feishu does not serve: its JSON envelope with 99991201 ("resource not find", the
+/// generic error-code table's 404), never an empty body the SDKs cannot parse.
+pub(crate) async fn not_found() -> Response {
+    ApiError::new(404, 99991201, "resource not find").into_response()
+}
+
+/// A known path with a method it does not take: 99991301 ("request method doesn't match"),
+/// in the envelope, not axum's empty 405.
+pub(crate) async fn method_not_allowed() -> Response {
+    ApiError::new(405, 99991301, "request method doesn't match").into_response()
 }
 
 /// Puts an `x-tt-logid` on every answer of the emulator, as Feishu does.
 pub(crate) async fn stamp_logid(request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
-    if !response.headers().contains_key("x-tt-logid") {
-        let logid = format!(
-            "{}{}",
-            now_millis(),
-            uuid::Uuid::new_v4()
-                .simple()
-                .to_string()
-                .to_ascii_uppercase()
-        );
-        if let Ok(value) = HeaderValue::from_str(&logid) {
-            response.headers_mut().insert("x-tt-logid", value);
-        }
+    if !response.headers().contains_key("x-tt-logid")
+        && let Ok(value) = HeaderValue::from_str(&new_logid())
+    {
+        response.headers_mut().insert("x-tt-logid", value);
     }
     response
 }
@@ -470,69 +476,84 @@ fn check_scopes(
     let holds = |scopes: &[String], group: ScopeGroup| {
         group.iter().any(|s| scopes.iter().any(|held| held == s))
     };
-    let missing: Vec<ScopeGroup> = required_groups(state, endpoint, query)
+    // Feishu's gateway stops at the first requirement a token fails and names every scope that
+    // would satisfy it ("required one of these privileges"), not one preferred scope: the
+    // client must pick among them.
+    let Some(missing) = required_groups(state, endpoint, query)
         .into_iter()
-        .filter(|group| !holds(&access.scopes, group))
-        .collect();
-    if missing.is_empty() {
+        .find(|group| !holds(&access.scopes, group))
+    else {
         return Ok(());
-    }
+    };
+    let log_id = new_logid();
+    let listed = missing.join(", ");
     // A scope the app never enabled cannot be granted by the user: the admin has to act first,
     // so that answer wins. Tokens of unregistered apps (test helpers) skip this check.
-    if let Some(app) = state.apps.get(&access.app_id) {
-        let disabled: Vec<ScopeGroup> = missing
-            .iter()
-            .copied()
-            .filter(|group| !holds(&app.enabled_scopes, group))
-            .collect();
-        if !disabled.is_empty() {
-            let listed = listed_scopes(&disabled);
-            return Err(ApiError::new(
-                400,
-                99991672,
-                format!(
-                    "Access denied. One of the following scopes is required: [{listed}].\
-                     应用尚未开通所需的应用身份权限：[{listed}]，点击链接申请并开通任一权限即可。"
-                ),
-            )
-            .with_error(json!({
-                "permission_violations": violations(&disabled, "action_scope_required"),
-                "helps": [{
-                    "url": format!("https://open.feishu.cn/app/{}/auth?q={}", app.app_id,
-                        disabled.iter().map(|g| scopes::preferred_scope(g)).collect::<Vec<_>>().join(",")),
-                    "description": "Enable the scope in the developer console and publish a version.",
-                }],
-            })));
-        }
+    if let Some(app) = state.apps.get(&access.app_id)
+        && !holds(&app.enabled_scopes, missing)
+    {
+        // The shape of the example in "如何为应用申请所需权限" (how to fix the 99991672 error):
+        // https://open.feishu.cn/document/uAjLw4CM/ugTN1YjL4UTN24CO1UjN/trouble-shooting/how-to-fix-the-99991672-error
+        let url = format!(
+            "https://open.feishu.cn/app/{}/auth?q={}&op_from=openapi",
+            app.app_id,
+            missing.join(",")
+        );
+        return Err(ApiError::new(
+            400,
+            99991672,
+            format!(
+                "Access denied. One of the following scopes is required: [{listed}].\
+                 应用尚未开通所需的应用身份权限：[{listed}]，点击链接申请并开通任一权限即可：{url}"
+            ),
+        )
+        .with_error(json!({
+            "message": "Refer to the documentation to fix the error: https://open.feishu.cn/document/uAjLw4CM/ugTN1YjL4UTN24CO1UjN/trouble-shooting/how-to-fix-the-99991672-error",
+            "log_id": log_id,
+            "permission_violations": violations(missing, "action_scope_required"),
+            "helps": [{
+                "url": url,
+                "description": format!("Learn more about scopes and how to add them: [{listed}]"),
+            }],
+        }))
+        .with_header("x-tt-logid", log_id));
     }
+    // The shape of the documented example (获取授权码 → 如何获取包含目标权限的 user_access_token):
+    // https://open.feishu.cn/document/common-capabilities/sso/api/obtain-oauth-code
     Err(ApiError::new(
         400,
         99991679,
         format!(
             "Unauthorized. You do not have permission to perform the requested operation on the \
              resource. Please request user re-authorization and try again. required one of these \
-             privileges: [{}]",
-            listed_scopes(&missing)
+             privileges: [{listed}]"
         ),
     )
     .with_error(json!({
-        "permission_violations": violations(&missing, "action_privilege_required"),
-    })))
+        "log_id": log_id,
+        "permission_violations": violations(missing, "action_privilege_required"),
+    }))
+    .with_header("x-tt-logid", log_id))
 }
 
-fn listed_scopes(groups: &[ScopeGroup]) -> String {
-    groups
+/// Every scope of `group`, in the order Feishu's docs list them.
+fn violations(group: ScopeGroup, kind: &str) -> Value {
+    group
         .iter()
-        .flat_map(|g| g.iter().copied())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn violations(groups: &[ScopeGroup], kind: &str) -> Value {
-    groups
-        .iter()
-        .map(|g| json!({"subject": scopes::preferred_scope(g), "type": kind}))
+        .map(|scope| json!({"subject": scope, "type": kind}))
         .collect()
+}
+
+/// A log id in Feishu's shape: a timestamp and hex digits.
+fn new_logid() -> String {
+    format!(
+        "{}{}",
+        now_millis(),
+        uuid::Uuid::new_v4()
+            .simple()
+            .to_string()
+            .to_ascii_uppercase()
+    )
 }
 
 #[cfg(test)]

@@ -2,8 +2,9 @@
 //! feishu-platform.md §3 cross-checked against each endpoint's page in the Feishu docs.
 //!
 //! An endpoint needs one scope out of each of its groups. When a token lacks a group, the error
-//! names one subject per missing group: the group's *preferred* scope ([`preferred_scope`]), which
-//! is the scope the client and the tools ask the user for.
+//! names, as real Feishu does, every scope of the first group it lacks (any one would do); the
+//! client picks the one its tool declares. [`preferred_scope`] is the one the tools ask for, which
+//! the demo app enables.
 
 /// A set of scopes of which any one suffices.
 pub type ScopeGroup = &'static [&'static str];

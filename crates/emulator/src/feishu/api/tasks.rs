@@ -10,7 +10,8 @@ use axum::extract::{Path, Query, State};
 use serde_json::{Value, json};
 
 use super::super::Shared;
-use super::super::tenant::Task;
+use super::super::tenant::{Task, Tenant};
+use super::query::{IdType, flag};
 use super::{ApiError, ApiResult, Caller, Paging, json_body, ok, paged};
 
 /// A `client_token` deduplicates task creation for five minutes.
@@ -20,23 +21,27 @@ fn invalid(msg: &str) -> ApiError {
     ApiError::new(400, 1470400, format!("invalid param: {msg}"))
 }
 
-fn member(id: &str, role: &str) -> Value {
-    json!({"id": id, "type": "user", "role": role})
+fn member(tenant: &Tenant, ids: IdType, open_id: &str, role: &str) -> Value {
+    json!({"id": ids.of(tenant, open_id), "type": "user", "role": role})
 }
 
-fn task_json(task: &Task) -> Value {
+fn task_json(tenant: &Tenant, task: &Task, ids: IdType) -> Value {
     let mut members: Vec<Value> = task
         .assignees
         .iter()
-        .map(|a| member(a, "assignee"))
+        .map(|a| member(tenant, ids, a, "assignee"))
         .collect();
-    members.extend(task.followers.iter().map(|f| member(f, "follower")));
+    members.extend(
+        task.followers
+            .iter()
+            .map(|f| member(tenant, ids, f, "follower")),
+    );
     let mut value = json!({
         "guid": task.guid,
         "summary": task.summary,
         "description": task.description,
         "reminders": [],
-        "creator": member(&task.creator, "creator"),
+        "creator": member(tenant, ids, &task.creator, "creator"),
         "members": members,
         "completed_at": task.completed_at.to_string(),
         "attachments": [],
@@ -72,12 +77,8 @@ pub(crate) async fn list(
     if query.get("type").is_some_and(|t| t != "my_tasks") {
         return Err(invalid("type only supports my_tasks"));
     }
-    let completed = match query.get("completed").map(String::as_str) {
-        None | Some("") => None,
-        Some("true") => Some(true),
-        Some("false") => Some(false),
-        Some(_) => return Err(invalid("completed must be true or false")),
-    };
+    let completed = flag(&query, "completed").map_err(|e| invalid(&e))?;
+    let ids = IdType::from_query(&query).map_err(|e| invalid(&e))?;
     let paging = Paging::parse(
         query.get("page_size").map(String::as_str),
         query.get("page_token").map(String::as_str),
@@ -89,12 +90,14 @@ pub(crate) async fn list(
     let state = shared.lock();
     let tenant = &state.api.tenant;
     let me = &state.user.open_id;
+    // "我负责的" only: Feishu lists the tasks the user is an assignee of, not those they created
+    // (task-v2/task/list: 目前只支持列取任务界面上"我负责的"任务).
     let items: Vec<Value> = tenant
         .tasks
         .iter()
         .filter(|t| t.assignees.contains(me))
         .filter(|t| completed.is_none_or(|c| (t.completed_at > 0) == c))
-        .map(task_json)
+        .map(|t| task_json(tenant, t, ids))
         .collect();
     let (page, next) = paging.page(&items);
     ok(paged(json!({ "items": page }), next, "page_token"))
@@ -129,8 +132,10 @@ fn summary(value: &Value) -> Result<String, ApiError> {
 pub(crate) async fn create(
     State(shared): State<Shared>,
     Extension(caller): Extension<Caller>,
+    Query(query): Query<HashMap<String, String>>,
     body: Bytes,
 ) -> ApiResult {
+    let ids = IdType::from_query(&query).map_err(|e| invalid(&e))?;
     let body = json_body(&body).map_err(|e| invalid(&e))?;
     let client_token = body["client_token"].as_str().filter(|t| !t.is_empty());
     if client_token.is_some_and(|t| !(10..=100).contains(&t.chars().count())) {
@@ -153,18 +158,20 @@ pub(crate) async fn create(
         && now - at < CLIENT_TOKEN_WINDOW_MS
         && let Some(task) = tenant.tasks.iter().find(|t| t.guid == *guid)
     {
-        return ok(json!({ "task": task_json(task) }));
+        return ok(json!({ "task": task_json(tenant, task, ids) }));
     }
+    // No `members` means a task with no members, which "my tasks" does not list
+    // (task-v2/task/create: 不填写表示任务无成员).
     let mut assignees = Vec::new();
     let mut followers = Vec::new();
     for member in body["members"].as_array().into_iter().flatten() {
         let id = member["id"].as_str().unwrap_or_default();
-        if tenant.person(id).is_none() {
-            return Err(invalid(&format!("member {id} does not exist")));
-        }
+        let open_id = ids
+            .to_open_id(tenant, id)
+            .ok_or_else(|| invalid(&format!("member {id} does not exist")))?;
         match member["role"].as_str() {
-            Some("assignee") => assignees.push(id.to_owned()),
-            Some("follower") => followers.push(id.to_owned()),
+            Some("assignee") => assignees.push(open_id),
+            Some("follower") => followers.push(open_id),
             _ => return Err(invalid("member role must be assignee or follower")),
         }
     }
@@ -182,7 +189,7 @@ pub(crate) async fn create(
         updated_at: now,
         via_api: true,
     };
-    let answer = json!({ "task": task_json(&task) });
+    let answer = json!({ "task": task_json(tenant, &task, ids) });
     if let Some(key) = dedupe {
         tenant.task_tokens.insert(key, (task.guid.clone(), now));
     }
@@ -195,7 +202,9 @@ pub(crate) async fn get(
     State(shared): State<Shared>,
     Extension(_caller): Extension<Caller>,
     Path(guid): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult {
+    let ids = IdType::from_query(&query).map_err(|e| invalid(&e))?;
     let state = shared.lock();
     let task = state
         .api
@@ -204,7 +213,7 @@ pub(crate) async fn get(
         .iter()
         .find(|t| t.guid == guid)
         .ok_or_else(|| ApiError::new(404, 1470404, "task not found or deleted"))?;
-    ok(json!({ "task": task_json(task) }))
+    ok(json!({ "task": task_json(&state.api.tenant, task, ids) }))
 }
 
 /// `PATCH /task/v2/tasks/:task_guid` with `{"task":{…},"update_fields":[…]}`. A field listed but
@@ -271,5 +280,5 @@ pub(crate) async fn patch(
         .iter()
         .find(|t| t.guid == guid)
         .ok_or_else(|| ApiError::new(404, 1470404, "task not found or deleted"))?;
-    ok(json!({ "task": task_json(task) }))
+    ok(json!({ "task": task_json(tenant, task, IdType::Open) }))
 }

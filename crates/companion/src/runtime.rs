@@ -1,0 +1,281 @@
+//! What depends on the settings, built from them and rebuilt live when they change: the Feishu
+//! client (brand, App ID and Secret, redirect port), the model provider (preset, base URL,
+//! model, key), the approval expiry and the time zone, which together make the engine. A change
+//! takes effect at once, without a restart; sessions, pending approvals and rules stay, because
+//! they live in the database the new engine opens again, not in the engine.
+//!
+//! Demo data is kept apart from real data: demo mode works on its own database file beside the
+//! real one, with its own sessions, approvals and rules. A real account never lists a demo
+//! conversation, and an approval given in demo mode can only ever be dispatched by the demo
+//! engine, to the emulator: the real engine has no record of it. The demo's emulator and model
+//! server start once and are kept, so going back to demo finds its tenant as it was left.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use agent::{Engine, EngineConfig, LlmAgent};
+use emulator::feishu::{App, FeishuEmulator};
+use emulator::model_server::{ModelServer, Script};
+use feishu::{
+    ApiClient, AppCredentials, Endpoints, OAuthClient, RetryPolicy, TokenManager, ToolEnv,
+    VaultTokenStore,
+};
+use secrecy::SecretString;
+use store::Store;
+use store::vault::Vault;
+
+use crate::core::{APP_SECRET, CompanionError, DEMO_APP_ID, Demo, OpenOptions, lock};
+use crate::paths::AppPaths;
+use crate::settings::Settings;
+
+const SYSTEM_INSTRUCTION: &str = "你是飞书助手（Feishu Companion），替用户查看日历、聊天、文档和任务，并在需要时提出写操作。\
+所有写操作都会先交给用户确认；被拒绝时尊重用户的理由。回答简洁，使用用户的语言。\n\
+You are Feishu Companion: you read the user's calendar, chats, docs and tasks and propose writes, \
+each of which the user approves first; respect a rejection and its reason. Answer briefly, in the user's language.";
+
+/// Which data a runtime works on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Profile {
+    /// The built-in emulator and scripted model, on the demo database.
+    Demo,
+    /// The user's own Feishu app, on the real database.
+    Real {
+        /// Feishu or Lark.
+        brand: feishu::Brand,
+        /// The App ID.
+        app_id: String,
+    },
+}
+
+/// Everything built from the settings, replaced whole when they change.
+pub(crate) struct Runtime {
+    pub(crate) profile: Profile,
+    pub(crate) store: Arc<Store>,
+    pub(crate) tokens: Arc<TokenManager>,
+    pub(crate) engine: Engine,
+    pub(crate) demo: Option<Arc<Demo>>,
+}
+
+/// What lasts across rebuilds: the databases opened so far, the demo's servers once started,
+/// and which databases this process has already recovered.
+#[derive(Default)]
+pub(crate) struct Kept {
+    demo: Option<Arc<Demo>>,
+    demo_store: Option<Arc<Store>>,
+    recovered: HashSet<PathBuf>,
+}
+
+/// The demo's database, beside the real one.
+pub fn demo_database(paths: &AppPaths) -> PathBuf {
+    paths.data_dir.join("demo.db")
+}
+
+/// The settings whose change needs a new runtime (language and theme do not).
+pub(crate) fn needs_rebuild(old: &Settings, new: &Settings) -> bool {
+    old.model != new.model
+        || old.feishu != new.feishu
+        || old.time_zone != new.time_zone
+        || old.approval_expiry_minutes != new.approval_expiry_minutes
+}
+
+/// Builds the runtime the settings (and the secrets in the vault) call for. The main store
+/// holds the vault and the real data.
+pub(crate) async fn build(
+    paths: &AppPaths,
+    settings: &Settings,
+    options: &OpenOptions,
+    vault: &Arc<Vault>,
+    main_store: &Arc<Store>,
+    kept: &Mutex<Kept>,
+) -> Result<Arc<Runtime>, CompanionError> {
+    let secret = |name: &str| -> Result<Option<String>, CompanionError> {
+        Ok(vault
+            .get(name)?
+            .map(|b| String::from_utf8_lossy(&b).into_owned()))
+    };
+    let app_secret = secret(APP_SECRET)?;
+    let preset = llm::preset(&settings.model.preset).ok_or_else(|| {
+        CompanionError::Other(format!("unknown model preset {}", settings.model.preset))
+    })?;
+    let model_key = match preset.key_name {
+        Some(name) => secret(name)?,
+        None => None,
+    };
+    let feishu_ready = !settings.feishu.app_id.is_empty() && app_secret.is_some();
+    let model_ready = model_key.is_some() || !preset.key_required;
+    let demo_mode = options.force_demo || !feishu_ready || !model_ready;
+
+    let (profile, store, endpoints, credentials, model, demo) = if demo_mode {
+        let (demo, store) = demo_parts(paths, settings, kept).await?;
+        let endpoints = Endpoints::single(parse_url(&demo.feishu.base_url())?);
+        let credentials = AppCredentials {
+            app_id: DEMO_APP_ID.to_owned(),
+            app_secret: SecretString::from(DEMO_APP_ID.to_owned()),
+        };
+        let config = llm::ProviderConfig::new(
+            llm::ProviderKind::OpenAiCompatible,
+            "Demo",
+            demo.model.base_url(),
+            "demo-model",
+            None,
+        );
+        let model = llm::connect(config).map_err(|e| CompanionError::Other(e.to_string()))?;
+        (
+            Profile::Demo,
+            store,
+            endpoints,
+            credentials,
+            model,
+            Some(demo),
+        )
+    } else {
+        let endpoints = match &options.feishu_base_url {
+            Some(base) => Endpoints::single(parse_url(base)?),
+            None => Endpoints::for_brand(settings.feishu.brand),
+        };
+        let credentials = AppCredentials {
+            app_id: settings.feishu.app_id.clone(),
+            app_secret: SecretString::from(app_secret.unwrap_or_default()),
+        };
+        let config = llm::ProviderConfig::new(
+            preset.kind,
+            preset.name_en,
+            settings
+                .model
+                .base_url
+                .clone()
+                .unwrap_or_else(|| preset.base_url.to_owned()),
+            settings
+                .model
+                .model
+                .clone()
+                .unwrap_or_else(|| preset.default_model.to_owned()),
+            model_key.map(llm::ApiKey::new),
+        );
+        let model = llm::connect(config).map_err(|e| CompanionError::Other(e.to_string()))?;
+        let profile = Profile::Real {
+            brand: settings.feishu.brand,
+            app_id: settings.feishu.app_id.clone(),
+        };
+        (
+            profile,
+            main_store.clone(),
+            endpoints,
+            credentials,
+            model,
+            None,
+        )
+    };
+
+    let oauth = OAuthClient::new(endpoints.clone(), credentials.clone())
+        .map_err(|e| CompanionError::Other(e.to_string()))?;
+    let token_store = Arc::new(VaultTokenStore::new(vault.clone(), &credentials.app_id));
+    let tokens = Arc::new(TokenManager::new(
+        oauth,
+        token_store,
+        Arc::new(agent::SystemClock),
+    ));
+    let api = ApiClient::new(endpoints, tokens.clone(), RetryPolicy::default())
+        .map_err(|e| CompanionError::Other(e.to_string()))?;
+    let mut builder = LlmAgent::builder("assistant", model).instruction(SYSTEM_INSTRUCTION);
+    for tool in feishu::all_tools(ToolEnv {
+        api,
+        tz: settings.tz(),
+    }) {
+        builder = builder.tool(tool);
+    }
+    let agent = builder
+        .build()
+        .map_err(|e| CompanionError::Other(e.to_string()))?;
+    let engine = Engine::new(
+        agent,
+        store.clone(),
+        EngineConfig {
+            approval_ttl_ms: Some(i64::from(settings.approval_expiry_minutes) * 60_000),
+            ..EngineConfig::default()
+        },
+    )?;
+    Ok(Arc::new(Runtime {
+        profile,
+        store,
+        tokens,
+        engine,
+        demo,
+    }))
+}
+
+/// Recovers what a previous run left in flight in this runtime's database, once per database
+/// and process (a database switched back to was recovered when first opened).
+pub(crate) async fn recover_once(
+    runtime: &Runtime,
+    database: &Path,
+    kept: &Mutex<Kept>,
+) -> Result<(), CompanionError> {
+    if !lock(kept).recovered.insert(database.to_path_buf()) {
+        return Ok(());
+    }
+    let report = runtime.engine.recover().await?;
+    if !report.outcome_unknown.is_empty() || !report.interrupted.is_empty() {
+        tracing::warn!(?report, "recovered from an earlier run");
+    }
+    Ok(())
+}
+
+/// The demo's servers and database, started and opened once.
+async fn demo_parts(
+    paths: &AppPaths,
+    settings: &Settings,
+    kept: &Mutex<Kept>,
+) -> Result<(Arc<Demo>, Arc<Store>), CompanionError> {
+    let existing = {
+        let kept = lock(kept);
+        kept.demo.clone().zip(kept.demo_store.clone())
+    };
+    if let Some((demo, store)) = existing {
+        // The redirect port may have changed since: the demo app accepts the current URL.
+        register_demo_app(&demo.feishu, settings);
+        return Ok((demo, store));
+    }
+    let store = Arc::new(Store::open(demo_database(paths))?);
+    let demo = Arc::new(start_demo(settings).await?);
+    let mut kept = lock(kept);
+    kept.demo = Some(demo.clone());
+    kept.demo_store = Some(store.clone());
+    Ok((demo, store))
+}
+
+fn register_demo_app(feishu: &FeishuEmulator, settings: &Settings) {
+    feishu.register_app(App {
+        app_id: DEMO_APP_ID.to_owned(),
+        app_secret: DEMO_APP_ID.to_owned(),
+        redirect_uris: vec![settings.feishu.redirect_url()],
+        enabled_scopes: emulator::feishu::api::scopes::PREFERRED_SCOPES
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect(),
+    });
+}
+
+/// Starts the emulator (with the demo app registered for the configured redirect port) and the
+/// scripted model server.
+async fn start_demo(settings: &Settings) -> Result<Demo, CompanionError> {
+    let feishu = FeishuEmulator::start()
+        .await
+        .map_err(|e| CompanionError::Other(format!("cannot start the Feishu emulator: {e}")))?;
+    register_demo_app(&feishu, settings);
+    let mut script = Script::demo()
+        .map_err(|e| CompanionError::Other(format!("the demo script is broken: {e}")))?;
+    // The script's replies name times ("明天 15:00") in this offset, and the approval card shows
+    // them in the user's zone: the two must agree wherever the user is.
+    script.utc_offset_minutes = settings.tz().to_offset(jiff::Timestamp::now()).seconds() / 60;
+    let model = ModelServer::start(script)
+        .await
+        .map_err(|e| CompanionError::Other(format!("cannot start the demo model: {e}")))?;
+    tracing::info!(feishu = %feishu.base_url(), model = %model.base_url(), "demo mode");
+    Ok(Demo { feishu, model })
+}
+
+fn parse_url(text: &str) -> Result<url::Url, CompanionError> {
+    url::Url::parse(text).map_err(|e| CompanionError::Other(format!("bad URL {text}: {e}")))
+}
