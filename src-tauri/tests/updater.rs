@@ -174,6 +174,7 @@ fn app(
         data_dir: Some(dir.to_path_buf()),
         ephemeral_keys: true,
         demo: true,
+        ..Launch::default()
     };
     let shell = Shell::new(launch, Instant::now()).without_native_windows();
     let app = feishu_companion::configure(mock_builder(), shell)
