@@ -31,9 +31,10 @@ pub use content::{
     Blob, Content, CustomizedResponse, FunctionCall, FunctionResponse, Part, ROLE_MODEL, ROLE_USER,
 };
 pub use context::{CallbackContext, ToolContext};
+pub use engine::autonomy::Autonomy;
 pub use engine::{
     Decision, Engine, EngineConfig, EngineError, EngineEvent, RecoveryReport, Settlement,
-    TurnOutcome,
+    TurnOutcome, WaitingCalls,
 };
 pub use event::{Event, EventActions, USER_AUTHOR, now_millis};
 pub use http::{ExternalResponse, HttpMethod, StatusError};

@@ -42,7 +42,7 @@ fn recording_tool(name: &str, approval: Approval, runs: &Runs) -> FunctionTool {
     FunctionTool::new(
         name,
         format!("test tool {name}"),
-        json!({"type": "object", "properties": {"chat": {"type": "string"}, "text": {"type": "string"}, "members": {"type": "integer"}}, "additionalProperties": false}),
+        json!({"type": "object", "properties": {"chat": {"type": "string"}, "chat_id": {"type": "string"}, "text": {"type": "string"}, "members": {"type": "integer"}}, "additionalProperties": false}),
         move |args, ctx| {
             runs.lock().unwrap().push((ctx.idempotency_key.clone(), args.clone()));
             ToolReturn::from(json!({"ok": true, "args": args}))
@@ -646,32 +646,6 @@ async fn batch_decisions_resolve_calls_across_sessions() {
         "{outcomes:?}"
     );
     assert_eq!(h.writes.lock().unwrap().len(), 2);
-}
-
-#[tokio::test]
-async fn a_new_message_supersedes_the_suspended_turn() {
-    let h = harness(vec![
-        call("send_message", json!({"chat": "a"})),
-        say("new turn"),
-    ]);
-    let first = h.send("send").await;
-    let held = h.only_pending();
-    let second = h.send("算了，换个话题").await;
-    assert_eq!(second.status, InvocationStatus::Completed);
-    let record = h.store.call(&held.call_id).unwrap().unwrap();
-    assert_eq!(record.outcome, Some(ToolOutcome::Cancelled));
-    assert_eq!(record.decision.unwrap().verdict, Verdict::Superseded);
-    assert_eq!(
-        h.store
-            .invocation(&first.invocation_id)
-            .unwrap()
-            .unwrap()
-            .status,
-        InvocationStatus::Superseded
-    );
-    let response = &h.last_responses()[0];
-    assert!(response["error"].as_str().unwrap().contains("superseded"));
-    assert!(h.writes.lock().unwrap().is_empty());
 }
 
 /// A model that never answers until the test lets it.
@@ -1353,7 +1327,8 @@ async fn crash_mid_write(path: &std::path::Path, writes: &Runs, dedup: bool) -> 
     call.decision = Some(agent::persist::ApprovalDecision {
         verdict: Verdict::Approved,
         decided_by: "user".into(),
-        decided_at: T0,
+        // Decided in time: dispatch refuses an approval recorded after the request expired.
+        decided_at: call.created_at,
         reason: None,
         args_hash: Some(agent::engine::args_hash(&call.args)),
     });
@@ -1530,3 +1505,10 @@ async fn the_provider_switch_really_puts_http_in_the_path() {
         "你好"
     );
 }
+
+// Issue 13: expiry at every decision and at dispatch, waiting approvals and new messages, Stop.
+#[path = "engine/waiting.rs"]
+mod waiting;
+
+#[path = "engine/autonomy.rs"]
+mod autonomy;

@@ -3,7 +3,7 @@
 //! rule). A decision is taken under the session's lock after re-reading the call, so two surfaces
 //! deciding at once cannot both win.
 
-use serde_json::json;
+use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::{
@@ -16,6 +16,7 @@ use crate::persist::{
 };
 use crate::result::{ToolOutcome, ToolResult};
 use crate::state::StateMap;
+use crate::tool::Preview;
 
 impl Engine {
     /// Loads a call and locks its session, checking it is in one of `states`.
@@ -60,6 +61,17 @@ impl Engine {
             .held_call(call_id, &[CallStatus::AwaitingApproval])
             .await?;
         let s = guard.cache();
+        // The sweep may not have come round yet: time is checked here, at the decision, from
+        // whichever surface it comes.
+        if self.is_expired(&call) {
+            self.expire(s, &inv, call)?;
+            if let Err(e) = self.resume(s, inv).await {
+                tracing::warn!(error = %e, "resuming a turn after an expiry failed");
+            }
+            return Err(EngineError::Expired {
+                call_ids: vec![call_id.to_owned()],
+            });
+        }
         let now = self.now();
         let mut commit = Commit::default();
         let verdict = match &decision {
@@ -153,16 +165,107 @@ impl Engine {
         self.resume(s, inv).await
     }
 
-    /// Decides several calls, in order; stops at the first failure.
+    /// What a held call would do with `args` instead of its own: the arguments are checked
+    /// against the tool's schema ([`EngineError::InvalidArguments`] when they do not fit) and the
+    /// tool's preview is worked out from them, so the card can show what will really happen
+    /// before the user approves an edit. Nothing is recorded.
+    pub async fn preview_edit(
+        &self,
+        call_id: &str,
+        args: &Map<String, Value>,
+    ) -> Result<Option<Preview>, EngineError> {
+        let call = self
+            .inner
+            .store
+            .call(call_id)?
+            .ok_or_else(|| EngineError::CallNotFound(call_id.to_owned()))?;
+        if call.status != CallStatus::AwaitingApproval {
+            return Err(EngineError::NotPending {
+                call_id: call_id.to_owned(),
+                status: call.status,
+            });
+        }
+        let agent = &self.node(&call.agent_name).agent;
+        agent
+            .validate_args(&call.tool, args)
+            .map_err(|message| EngineError::InvalidArguments {
+                call_id: call_id.to_owned(),
+                message,
+            })?;
+        let Some(tool) = agent.tool(&call.tool).cloned() else {
+            return Ok(None);
+        };
+        Ok(tokio::time::timeout(PREVIEW_TIMEOUT, tool.preview(args))
+            .await
+            .ok()
+            .flatten())
+    }
+
+    /// Works out again the previews of every call waiting for approval (after a sign-in, names
+    /// that could not be looked up before can be now). Returns the calls whose preview changed.
+    pub async fn refresh_previews(&self) -> Result<Vec<String>, EngineError> {
+        let waiting = self.inner.store.calls(&CallFilter {
+            statuses: vec![CallStatus::AwaitingApproval],
+            ..CallFilter::default()
+        })?;
+        let mut changed = Vec::new();
+        for call in waiting {
+            let Some(tool) = self.node(&call.agent_name).agent.tool(&call.tool).cloned() else {
+                continue;
+            };
+            let Ok(Some(preview)) =
+                tokio::time::timeout(PREVIEW_TIMEOUT, tool.preview(&call.args)).await
+            else {
+                continue;
+            };
+            let (mut guard, mut call, _) = match self
+                .held_call(&call.call_id, &[CallStatus::AwaitingApproval])
+                .await
+            {
+                Ok(found) => found,
+                Err(EngineError::NotPending { .. }) => continue,
+                Err(e) => return Err(e),
+            };
+            if call.preview.as_ref() == Some(&preview) {
+                continue;
+            }
+            let s = guard.cache();
+            call.preview = Some(preview);
+            call.updated_at = self.now();
+            call.version += 1;
+            changed.push(call.call_id.clone());
+            self.commit(
+                s,
+                Commit {
+                    calls: vec![call],
+                    ..Commit::default()
+                },
+            )?;
+        }
+        Ok(changed)
+    }
+
+    /// Decides several calls, in order; stops at the first failure. A call whose approval has
+    /// expired does not stop the others: it is expired, and once the rest are decided the
+    /// answer is [`EngineError::Expired`] naming every such call.
     pub async fn decide_many(
         &self,
         decisions: Vec<(String, Decision)>,
     ) -> Result<Vec<TurnOutcome>, EngineError> {
         let mut outcomes = Vec::with_capacity(decisions.len());
+        let mut expired = Vec::new();
         for (call_id, decision) in decisions {
-            outcomes.push(self.decide(&call_id, decision).await?);
+            match self.decide(&call_id, decision).await {
+                Ok(outcome) => outcomes.push(outcome),
+                Err(EngineError::Expired { call_ids }) => expired.extend(call_ids),
+                Err(e) => return Err(e),
+            }
         }
-        Ok(outcomes)
+        if expired.is_empty() {
+            Ok(outcomes)
+        } else {
+            Err(EngineError::Expired { call_ids: expired })
+        }
     }
 
     /// Calls waiting for the user across all sessions (approvals, sign-ins, unknown outcomes),

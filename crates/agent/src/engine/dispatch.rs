@@ -108,7 +108,19 @@ impl Engine {
             .and_then(|d| d.args_hash.clone());
         let mut commit = Commit::default();
         let mut attempt = None;
-        let result: ToolReturn = if call.requires_approval
+        // An approval recorded after the request expired is no approval: whatever let it
+        // through, the write is not sent.
+        let approved_late = call.requires_approval
+            && call.decision.as_ref().is_some_and(|d| {
+                d.decided_by == "user" && call.expires_at.is_some_and(|at| d.decided_at >= at)
+            });
+        let result: ToolReturn = if approved_late {
+            ToolResult::new(ToolOutcome::Cancelled)
+                .with_content(
+                    "Refused: the approval came after the request had expired, so the call was not sent.",
+                )
+                .into()
+        } else if call.requires_approval
             && approved_hash.as_deref() != Some(args_hash(&args).as_str())
         {
             ToolResult::new(ToolOutcome::Failed)

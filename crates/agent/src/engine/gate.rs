@@ -6,9 +6,10 @@
 
 use serde_json::{Map, Value, json};
 
+use super::autonomy::{AUTONOMY_VARIABLE, Autonomy};
 use super::{
     Engine, EngineError, PREVIEW_TIMEOUT, SESSION_ENDED_VARIABLE, SessionCache, Turn, args_hash,
-    new_call_id,
+    new_call_id, notice,
 };
 use crate::content::{
     CUSTOMIZED_RESPONSE, Content, END_SESSION, FunctionCall, Part, ROLE_MODEL, TRANSFER_TO_AGENT,
@@ -35,6 +36,7 @@ impl Engine {
         let agent = node.agent.clone();
         let now = self.now();
         let rules = self.inner.store.rules()?;
+        let mode = Autonomy::from_value(s.state.get(AUTONOMY_VARIABLE), now);
         let mut content = response.content;
         content.role = Some(ROLE_MODEL.to_owned());
         let mut calls: Vec<CallRecord> = Vec::new();
@@ -180,7 +182,7 @@ impl Engine {
                     verdict: Verdict::Rejected,
                     decided_by: format!("rule:{}", rule.id),
                     decided_at: now,
-                    reason: Some("a never-allow rule the user set".to_owned()),
+                    reason: Some(notice::NEVER_ALLOWED.to_owned()),
                     args_hash: None,
                 });
                 let result = ToolResult::new(ToolOutcome::Blocked)
@@ -196,8 +198,47 @@ impl Engine {
                 continue;
             }
             record.requires_approval = tool.requires_approval(&record.args);
+            if record.requires_approval && mode == Autonomy::ReadOnly {
+                record.decision = Some(ApprovalDecision {
+                    verdict: Verdict::Rejected,
+                    decided_by: mode.actor().to_owned(),
+                    decided_at: now,
+                    reason: Some(notice::READ_ONLY.to_owned()),
+                    args_hash: None,
+                });
+                let result = ToolResult::new(ToolOutcome::Blocked).with_content(
+                    "The user made this conversation read-only: no writes run now. Do not retry; say what you would have done instead.",
+                );
+                commit.audit.push(self.audit(
+                    s,
+                    Some(&record),
+                    "approval.blocked_by_mode",
+                    mode.actor(),
+                    json!({"args": record.args}),
+                ));
+                answers.push((record, result.into(), EventActions::default(), None));
+                continue;
+            }
             if record.requires_approval {
-                if let Some(rule) = live(RuleEffect::AlwaysAllow, &record) {
+                let by_mode = matches!(mode, Autonomy::AllowTouched { .. })
+                    && live(RuleEffect::AlwaysAllow, &record).is_none()
+                    && self.touches_only_the_familiar(&record)?;
+                if by_mode {
+                    record.decision = Some(ApprovalDecision {
+                        verdict: Verdict::Approved,
+                        decided_by: mode.actor().to_owned(),
+                        decided_at: now,
+                        reason: None,
+                        args_hash: Some(args_hash(&record.args)),
+                    });
+                    commit.audit.push(self.audit(
+                        s,
+                        Some(&record),
+                        "approval.approved",
+                        mode.actor(),
+                        json!({"args": record.args, "allowed_by_mode": mode.actor()}),
+                    ));
+                } else if let Some(rule) = live(RuleEffect::AlwaysAllow, &record) {
                     record.decision = Some(ApprovalDecision {
                         verdict: Verdict::Approved,
                         decided_by: format!("rule:{}", rule.id),

@@ -18,11 +18,13 @@
 //! `recovery`.
 
 mod auth;
+pub mod autonomy;
 mod decision;
 mod dispatch;
 mod expiry;
 mod gate;
 mod model_call;
+pub mod notice;
 mod recovery;
 mod session;
 mod turn;
@@ -113,6 +115,17 @@ pub enum Decision {
     },
 }
 
+/// What a new message does to the approvals (and sign-ins) still waiting in its conversation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum WaitingCalls {
+    /// They keep waiting; the model is told so, and a later decision still runs them.
+    #[default]
+    Keep,
+    /// The user chose to call them off: each is answered `CANCELLED`, with the reason
+    /// [`notice::CANCELLED_FOR_NEW_MESSAGE`].
+    Cancel,
+}
+
 /// The user's word on a write whose outcome a crash made unknown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Settlement {
@@ -173,6 +186,13 @@ pub enum EngineError {
         call_id: String,
         /// Where it stands.
         status: CallStatus,
+    },
+    /// The approval's time ran out before this decision: the call was answered as expired and
+    /// did not run.
+    #[error("the approval expired before the decision, so the call did not run ({})", call_ids.join(", "))]
+    Expired {
+        /// The calls whose approval had expired.
+        call_ids: Vec<String>,
     },
     /// Edited arguments do not fit the tool's schema.
     #[error("the edited arguments of call {call_id} are invalid: {message}")]

@@ -6,7 +6,7 @@
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::{Engine, EngineError, RecoveryReport, Turn};
+use super::{Engine, EngineError, RecoveryReport, Turn, notice};
 use crate::persist::{CallStatus, Commit, InvocationStatus, JournalOp};
 use crate::state::StateMap;
 
@@ -97,9 +97,8 @@ impl Engine {
                 let mut event = self.agent_event(&turn, None);
                 event.interrupted = true;
                 event.turn_complete = true;
-                event.error_code = Some("interrupted".to_owned());
-                event.error_message =
-                    Some("the app stopped while this turn was running".to_owned());
+                event.error_code = Some(notice::INTERRUPTED_CODE.to_owned());
+                event.error_message = Some(notice::INTERRUPTED.to_owned());
                 report.interrupted.push(inv.id.clone());
                 self.finish(s, &mut turn, InvocationStatus::Interrupted, vec![event])?;
             }

@@ -8,7 +8,10 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::model_call::ModelOutcome;
-use super::{Engine, EngineError, SESSION_ENDED_VARIABLE, SessionCache, Turn, TurnOutcome, lock};
+use super::{
+    Engine, EngineError, SESSION_ENDED_VARIABLE, SessionCache, Turn, TurnOutcome, WaitingCalls,
+    lock, notice,
+};
 use crate::content::{Content, ROLE_MODEL, ROLE_USER};
 use crate::event::{Event, EventActions};
 use crate::persist::{
@@ -21,15 +24,30 @@ use crate::state::StateMap;
 impl Engine {
     /// Sends a user message: starts a turn and runs it until it completes or suspends.
     ///
-    /// A turn still suspended in this session is closed first: its held calls are answered
-    /// `CANCELLED` ("superseded").
+    /// Approvals and sign-ins still waiting from earlier turns keep waiting: the model is told
+    /// they wait, and a later decision still runs them. To call them off instead, see
+    /// [`Engine::send_message_with`].
     pub async fn send_message(
         &self,
         session_id: &str,
         content: Content,
     ) -> Result<TurnOutcome, EngineError> {
+        self.send_message_with(session_id, content, WaitingCalls::Keep)
+            .await
+    }
+
+    /// [`Engine::send_message`], saying what becomes of the calls still waiting in the session:
+    /// kept, or cancelled by the user's choice ([`notice::CANCELLED_FOR_NEW_MESSAGE`]).
+    pub async fn send_message_with(
+        &self,
+        session_id: &str,
+        content: Content,
+        waiting: WaitingCalls,
+    ) -> Result<TurnOutcome, EngineError> {
         let token = self.start_running(session_id)?;
-        let result = self.send_message_running(session_id, content, token).await;
+        let result = self
+            .send_message_running(session_id, content, waiting, token)
+            .await;
         self.stop_running(session_id);
         result
     }
@@ -38,6 +56,7 @@ impl Engine {
         &self,
         session_id: &str,
         content: Content,
+        waiting: WaitingCalls,
         cancel: CancellationToken,
     ) -> Result<TurnOutcome, EngineError> {
         let mut guard = self.lock_session(session_id).await?;
@@ -46,7 +65,7 @@ impl Engine {
             return Err(EngineError::SessionEnded(session_id.to_owned()));
         }
         for inv in self.open_invocations(&s.id)? {
-            // What the user already approved still happens; only what is still held is dropped.
+            // What the user already approved still happens.
             let mut turn = Turn {
                 inv: inv.clone(),
                 temp: StateMap::new(),
@@ -57,12 +76,21 @@ impl Engine {
                     self.dispatch(s, &mut turn, call).await?;
                 }
             }
-            self.close_invocation(
-                s,
-                inv,
-                InvocationStatus::Superseded,
-                "superseded by a newer message from the user",
-            )?;
+            // A turn still waiting for the user stays suspended unless the user called its calls
+            // off; one with nothing left waiting is closed, the new message takes over.
+            let waits = !self.open_calls(&inv.id)?.is_empty();
+            match (waits, waiting) {
+                (true, WaitingCalls::Keep) => {}
+                (true, WaitingCalls::Cancel) => self.close_invocation(
+                    s,
+                    inv,
+                    InvocationStatus::Cancelled,
+                    notice::CANCELLED_FOR_NEW_MESSAGE,
+                )?,
+                (false, _) => {
+                    self.close_invocation(s, inv, InvocationStatus::Superseded, notice::SUPERSEDED)?
+                }
+            }
         }
         let now = self.now();
         let inv = InvocationRecord {
@@ -191,12 +219,18 @@ impl Engine {
             temp: StateMap::new(),
             cancel: CancellationToken::new(),
         };
+        // Stop, and calling waiting approvals off with a new message, are the user's own acts.
+        let by = if status == InvocationStatus::Cancelled {
+            "user"
+        } else {
+            "engine"
+        };
         let mut commit = Commit::default();
         for mut call in self.open_calls(&inv.id)? {
             if call.status == CallStatus::AwaitingApproval {
                 call.decision = Some(ApprovalDecision {
                     verdict,
-                    decided_by: "engine".to_owned(),
+                    decided_by: by.to_owned(),
                     decided_at: self.now(),
                     reason: Some(note.to_owned()),
                     args_hash: None,
@@ -206,7 +240,7 @@ impl Engine {
                 commit
                     .journal
                     .extend(self.close_attempts(&call.call_id, None)?);
-                format!("{note}; whether this call took effect is unknown")
+                format!("{note}{}", notice::OUTCOME_UNKNOWN_SUFFIX)
             } else {
                 note.to_owned()
             };
@@ -227,6 +261,7 @@ impl Engine {
         let mut closing = self.agent_event(&turn, None);
         closing.interrupted = true;
         closing.turn_complete = true;
+        closing.error_code = Some(notice::code_of(note).to_owned());
         closing.error_message = Some(note.to_owned());
         commit.events.push(closing);
         inv.status = status;
@@ -306,7 +341,7 @@ impl Engine {
                     s,
                     inv,
                     InvocationStatus::Cancelled,
-                    "cancelled by the user",
+                    notice::CANCELLED_BY_USER,
                 )?;
                 return Ok(TurnOutcome {
                     invocation_id: turn.inv.id.clone(),
@@ -345,18 +380,32 @@ impl Engine {
             }
             if turn.inv.model_calls >= self.inner.config.max_model_calls {
                 let mut event = self.agent_event(turn, None);
-                event.error_code = Some("too_many_steps".to_owned());
-                event.error_message = Some(format!(
-                    "stopped after {} model calls in one turn",
-                    self.inner.config.max_model_calls
-                ));
+                event.error_code = Some(notice::TOO_MANY_STEPS.to_owned());
+                event.error_message =
+                    Some(notice::too_many_steps(self.inner.config.max_model_calls));
                 event.turn_complete = true;
                 return self.finish(s, turn, InvocationStatus::Failed, vec![event]);
             }
             turn.inv.model_calls += 1;
             let response = match self.call_model(s, turn).await {
                 ModelOutcome::Response(response, delta) => (response, delta),
-                ModelOutcome::Cancelled => continue,
+                ModelOutcome::Cancelled(partial) => {
+                    // What was already written stays, marked as stopped; the loop then closes
+                    // the turn as cancelled.
+                    if let Some(content) = partial {
+                        let mut event = self.agent_event(turn, Some(content));
+                        event.interrupted = true;
+                        event.error_code = Some(notice::STOPPED_CODE.to_owned());
+                        self.commit(
+                            s,
+                            Commit {
+                                events: vec![event],
+                                ..Commit::default()
+                            },
+                        )?;
+                    }
+                    continue;
+                }
                 ModelOutcome::Failed(error, delta) => {
                     let mut event = self.agent_event(turn, None);
                     event.error_code = Some(error.code.clone());
@@ -476,7 +525,12 @@ impl Engine {
         let open = self.open_invocations(session_id)?;
         let any = !open.is_empty();
         for inv in open {
-            self.close_invocation(s, inv, InvocationStatus::Cancelled, "cancelled by the user")?;
+            self.close_invocation(
+                s,
+                inv,
+                InvocationStatus::Cancelled,
+                notice::CANCELLED_BY_USER,
+            )?;
         }
         Ok(any)
     }
