@@ -35,4 +35,6 @@ pub const COMMANDS: &[&str] = &[
     "install_update",
     "restart_to_update",
     "check_connection",
+    "set_autonomy",
+    "check_edit",
 ];

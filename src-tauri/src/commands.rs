@@ -10,9 +10,9 @@ use std::path::PathBuf;
 use companion::Settings;
 use companion::check::CheckView;
 use companion::view::{
-    AccountView, AppInfo, AuditQuery, AuditView, BatchDecision, CallView, DecisionInput,
-    ExportFormat, RuleView, SavedSettings, SessionView, SettingsView, SettlementInput,
-    SignInTicketView, TimelineView, TurnView,
+    AccountView, AppInfo, AuditQuery, AuditView, AutonomyInput, AutonomyView, BatchDecision,
+    CallView, DecisionInput, EditCheckView, ExportFormat, RuleView, SavedSettings, SessionView,
+    SettingsView, SettlementInput, SignInTicketView, TimelineView, TurnView,
 };
 use tauri::ipc::Invoke;
 use tauri::{AppHandle, Runtime, State};
@@ -71,6 +71,8 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         crate::updates::install_update,
         crate::updates::restart_to_update,
         check_connection,
+        set_autonomy,
+        check_edit,
     ]
 }
 
@@ -118,9 +120,12 @@ async fn send_message(
     shell: State<'_, Shell>,
     session_id: String,
     text: String,
+    cancel_waiting: Option<bool>,
 ) -> Answer<TurnView> {
     let c = shell.companion().await?;
-    c.send(&session_id, &text).await.map_err(self::text)
+    c.send_choosing(&session_id, &text, cancel_waiting.unwrap_or(false))
+        .await
+        .map_err(self::text)
 }
 
 #[tauri::command]
@@ -317,4 +322,27 @@ async fn set_model_key(shell: State<'_, Shell>, preset: String, key: String) -> 
 #[tauri::command]
 async fn check_connection(shell: State<'_, Shell>) -> Answer<CheckView> {
     Ok(shell.companion().await?.check_connection().await)
+}
+
+/// Sets how writes are treated in a conversation (ask, allow what it touches for 30 minutes,
+/// read-only).
+#[tauri::command]
+async fn set_autonomy(
+    shell: State<'_, Shell>,
+    session_id: String,
+    mode: AutonomyInput,
+) -> Answer<AutonomyView> {
+    let c = shell.companion().await?;
+    c.set_autonomy(&session_id, mode).await.map_err(text)
+}
+
+/// Checks an approval's edited arguments and previews them, before the user approves the edit.
+#[tauri::command]
+async fn check_edit(
+    shell: State<'_, Shell>,
+    call_id: String,
+    args: serde_json::Map<String, serde_json::Value>,
+) -> Answer<EditCheckView> {
+    let c = shell.companion().await?;
+    c.check_edit(&call_id, args).await.map_err(text)
 }

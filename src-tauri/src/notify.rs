@@ -198,6 +198,7 @@ mod tests {
             verdict: None,
             decided_by: None,
             reason: None,
+            reason_text: None,
             outcome: None,
             created_at: 0,
             expires_at: None,

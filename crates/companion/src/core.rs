@@ -50,6 +50,9 @@ pub enum SignInStatus {
         name: String,
         /// Every scope granted.
         scopes: Vec<String>,
+        /// The person signed in before, when it was someone else: their conversations are now
+        /// kept apart (see [`crate::person`]).
+        switched_from: Option<String>,
     },
     /// The user declined on Feishu's page.
     Declined,
@@ -197,6 +200,12 @@ impl Companion {
         };
         companion.forward_engine_events(&runtime.engine);
         companion.recover(&runtime).await?;
+        if runtime.demo.is_some() {
+            // The emulator starts afresh with every launch and knows no earlier token, so a
+            // stored one would only make the status bar claim a sign-in that has ended. The
+            // person, and so their conversations, stay (crate::person).
+            runtime.tokens.sign_out().await?;
+        }
         Ok(companion)
     }
 
@@ -300,14 +309,20 @@ impl Companion {
         self.runtime().demo.clone()
     }
 
-    /// The user id sessions are kept under: the signed-in user, or `local` before any sign-in.
+    /// The user id sessions are kept under: the person last signed in (whether or not the
+    /// sign-in still holds), or `local` before any sign-in.
     async fn user_id(&self) -> String {
-        match self.runtime().tokens.account().await {
-            Ok(Some(Account {
-                user: Some(user), ..
-            })) => user.open_id,
-            _ => "local".to_owned(),
-        }
+        self.owner_id()
+    }
+
+    /// The vault (for the application core's own modules).
+    pub(crate) fn vault(&self) -> &Vault {
+        &self.inner.vault
+    }
+
+    /// The database the conversations live in now (for the application core's own modules).
+    pub(crate) fn store(&self) -> Arc<Store> {
+        self.runtime().store.clone()
     }
 
     /// Starts a new conversation.
@@ -316,15 +331,9 @@ impl Companion {
         Ok(self.engine().create_session(&user, &Default::default())?)
     }
 
-    /// The user's conversations, most recent first.
+    /// The person's conversations (see [`crate::person`]).
     pub async fn list_sessions(&self) -> Result<Vec<store::SessionMeta>, CompanionError> {
-        let user = self.user_id().await;
-        let store = self.runtime().store.clone();
-        let mut sessions = store.list_sessions(&EngineConfig::default().app_name, &user)?;
-        if user != "local" {
-            sessions.extend(store.list_sessions(&EngineConfig::default().app_name, "local")?);
-        }
-        Ok(sessions)
+        self.owned_sessions()
     }
 
     /// A conversation's stored events.
@@ -372,7 +381,14 @@ impl Companion {
 
     /// Everything waiting for the user, across conversations, oldest first.
     pub fn pending(&self) -> Result<Vec<CallRecord>, CompanionError> {
-        Ok(self.engine().pending_calls()?)
+        // Only the person's: another person's waiting approvals stay apart (crate::person).
+        let owned = self.owned_session_ids()?;
+        Ok(self
+            .engine()
+            .pending_calls()?
+            .into_iter()
+            .filter(|c| owned.contains(&c.session_id))
+            .collect())
     }
 
     /// The always/never rules, revoked ones included.
@@ -487,12 +503,31 @@ impl Companion {
                 };
             }
         };
+        // Remembered before the held calls run again, so what they add is the person's.
+        let switched_from = match &account.user {
+            Some(user) => match self.remember_person(crate::person::Person {
+                open_id: user.open_id.clone(),
+                name: user.name.clone(),
+            }) {
+                Ok(previous) => previous.map(|p| p.name),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot remember who signed in");
+                    None
+                }
+            },
+            None => None,
+        };
         if let Err(e) = self.engine().auth_completed(&account.scopes).await {
             tracing::warn!(error = %e, "resuming calls after sign-in failed");
+        }
+        // Names the previews could not look up before the sign-in can be looked up now.
+        if let Err(e) = self.engine().refresh_previews().await {
+            tracing::warn!(error = %e, "refreshing previews after sign-in failed");
         }
         SignInStatus::SignedIn {
             name: account.user.map(|u| u.name).unwrap_or_default(),
             scopes: account.scopes,
+            switched_from,
         }
     }
 

@@ -44,6 +44,8 @@ pub fn audit_kind(kind: &str) -> Text {
         "approval.rejected" => ("已拒绝", "Rejected"),
         "approval.expired" => ("已过期", "Expired"),
         "approval.blocked_by_rule" => ("被规则拦截", "Blocked by a rule"),
+        "approval.blocked_by_mode" => ("只读模式拒绝", "Refused by read-only mode"),
+        "autonomy.set" => ("更改写入方式", "Write mode changed"),
         "auth.requested" => ("请求授权", "Permission requested"),
         "auth.granted" => ("已授权", "Permission granted"),
         "auth.declined" => ("拒绝授权", "Permission declined"),
@@ -143,6 +145,7 @@ mod tests {
         let engine = [
             include_str!("../../agent/src/engine/mod.rs"),
             include_str!("../../agent/src/engine/auth.rs"),
+            include_str!("../../agent/src/engine/autonomy.rs"),
             include_str!("../../agent/src/engine/decision.rs"),
             include_str!("../../agent/src/engine/dispatch.rs"),
             include_str!("../../agent/src/engine/expiry.rs"),
@@ -155,7 +158,14 @@ mod tests {
         .concat();
         let engine = engine.as_str();
         let mut kinds = 0;
-        for prefix in ["\"approval.", "\"auth.", "\"call.", "\"rule.", "\"turn."] {
+        for prefix in [
+            "\"approval.",
+            "\"auth.",
+            "\"autonomy.",
+            "\"call.",
+            "\"rule.",
+            "\"turn.",
+        ] {
             for (i, _) in engine.match_indices(prefix) {
                 let rest = &engine[i + 1..];
                 let kind: String = rest

@@ -8,10 +8,15 @@
 //! waiting for the user: approvals, sign-ins, and writes whose outcome a crash made unknown.
 
 mod apply;
+pub mod autonomy;
 pub mod check;
 mod core;
+mod edit;
 pub mod labels;
+pub mod notices;
 pub mod paths;
+pub mod person;
+mod readable;
 pub mod resources;
 pub mod runtime;
 pub mod settings;
@@ -19,6 +24,7 @@ pub mod sign_in_help;
 mod ui_api;
 pub mod updates;
 pub mod view;
+mod waiting;
 
 pub use core::{
     Companion, CompanionError, DEMO_APP_ID, Demo, OpenOptions, SignInStatus, SignInTicket, UiEvent,

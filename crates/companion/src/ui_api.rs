@@ -12,8 +12,8 @@ use crate::core::{Companion, CompanionError, lock};
 use crate::settings::Settings;
 use crate::view::{
     AccountView, AppInfo, AuditQuery, AuditView, BatchDecision, CallView, DecisionInput,
-    ExportFormat, PresetView, RuleView, SavedSettings, SessionView, SettingsView, SettlementInput,
-    SignInTicketView, Text, TimelineView, TurnView, cut, snake, timeline,
+    ExportFormat, PersonView, PresetView, RuleView, SavedSettings, SessionView, SettingsView,
+    SettlementInput, SignInTicketView, Text, TimelineView, TurnView, cut, snake, timeline,
 };
 
 /// How much of the first message names a conversation.
@@ -42,9 +42,15 @@ impl Companion {
             model,
             brand: snake(&settings.feishu.brand),
             key_source,
-            key_notice,
+            // Demo mode keeps nothing worth protecting (the emulator's tokens die with it), so a
+            // key file there is no reason to warn.
+            key_notice: key_notice.filter(|_| !self.is_demo()),
             data_dir: self.paths().data_dir.display().to_string(),
             redirect_url: settings.feishu.redirect_url(),
+            person: self.person().ok().flatten().map(|p| PersonView {
+                name: p.name,
+                open_id: p.open_id,
+            }),
         }
     }
 
@@ -107,6 +113,7 @@ impl Companion {
             items: timeline(&events),
             calls: calls.iter().map(CallView::from).collect(),
             running: self.engine().is_running(session_id),
+            autonomy: self.autonomy_of(session_id)?,
         })
     }
 

@@ -5,12 +5,15 @@
 //! Times are milliseconds since the Unix epoch, as numbers (ts-rs would make `i64` a `bigint`,
 //! which JSON does not carry).
 
+use agent::engine::notice;
 use agent::persist::{AuditEntry, AuditFilter};
 use agent::{CallRecord, CallStatus, Content, Decision, Event, Part, Rule, Settlement};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use ts_rs::TS;
 
+pub use crate::autonomy::{AutonomyInput, AutonomyView};
+pub use crate::edit::EditCheckView;
 use crate::labels;
 
 /// Text in both of the app's languages.
@@ -57,6 +60,18 @@ pub struct AppInfo {
     pub data_dir: String,
     /// The redirect URL to register with the Feishu app, exactly.
     pub redirect_url: String,
+    /// Whose conversations are listed: the person last signed in, even when that sign-in has
+    /// ended; `null` before anyone signed in.
+    pub person: Option<PersonView>,
+}
+
+/// A Feishu user the conversations belong to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct PersonView {
+    /// Their name.
+    pub name: String,
+    /// Their open_id.
+    pub open_id: String,
 }
 
 /// One conversation in the sessions list.
@@ -83,6 +98,8 @@ pub struct ToolResultView {
     pub is_error: bool,
     /// The result as text, cut to a readable length.
     pub text: String,
+    /// The list a read returned, one readable line per item (empty when it returned no list).
+    pub lines: Vec<String>,
 }
 
 /// One entry of a conversation.
@@ -110,6 +127,8 @@ pub enum TimelineItem {
         author: String,
         /// Markdown.
         text: String,
+        /// The user stopped the answer while it was being written: this is what it had said.
+        stopped: bool,
     },
     /// A tool call; its live state is the [`CallView`] of the same `call_id`, if any.
     Tool {
@@ -137,8 +156,10 @@ pub enum TimelineItem {
         at: i64,
         /// `error` or `info`.
         level: String,
-        /// For the user.
+        /// As the engine or the model service wrote it (for a tooltip).
         text: String,
+        /// For the user, in their language.
+        message: Text,
     },
 }
 
@@ -184,6 +205,32 @@ pub struct PreviewView {
     pub changes: Vec<PreviewChangeView>,
 }
 
+impl From<&agent::Preview> for PreviewView {
+    fn from(p: &agent::Preview) -> PreviewView {
+        PreviewView {
+            summary: (&p.summary).into(),
+            risk: snake(&p.risk),
+            fields: p
+                .fields
+                .iter()
+                .map(|f| PreviewFieldView {
+                    label: (&f.label).into(),
+                    value: f.value.clone(),
+                })
+                .collect(),
+            changes: p
+                .changes
+                .iter()
+                .map(|ch| PreviewChangeView {
+                    field: (&ch.field).into(),
+                    from: ch.from.clone(),
+                    to: ch.to.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
 /// A call the engine tracks: held for approval or sign-in, running, or done.
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct CallView {
@@ -221,6 +268,9 @@ pub struct CallView {
     pub decided_by: Option<String>,
     /// The reason of a rejection, or the note of an expiry.
     pub reason: Option<String>,
+    /// The reason in the user's language when the engine wrote it (expiry, cancellation…);
+    /// `null` for the user's own words.
+    pub reason_text: Option<Text>,
     /// The tool's outcome, once done (`completed`, `failed`, `blocked`…).
     pub outcome: Option<String>,
     /// When it was proposed.
@@ -245,6 +295,8 @@ pub struct TimelineView {
     pub calls: Vec<CallView>,
     /// Whether a turn is running now.
     pub running: bool,
+    /// How writes are treated in this conversation now.
+    pub autonomy: AutonomyView,
 }
 
 /// The user's decision on a held call, as the UI sends it.
@@ -557,6 +609,8 @@ pub enum SignInView {
         name: String,
         /// What they granted.
         scopes: Vec<ScopeView>,
+        /// Who was signed in before, when it was someone else (their data is now kept apart).
+        switched_from: Option<String>,
     },
     /// The user declined on Feishu's page.
     Declined,
@@ -578,9 +632,14 @@ impl From<&crate::SignInStatus> for SignInView {
     fn from(s: &crate::SignInStatus) -> SignInView {
         match s {
             crate::SignInStatus::Waiting { url } => SignInView::Waiting { url: url.clone() },
-            crate::SignInStatus::SignedIn { name, scopes } => SignInView::SignedIn {
+            crate::SignInStatus::SignedIn {
+                name,
+                scopes,
+                switched_from,
+            } => SignInView::SignedIn {
                 name: name.clone(),
                 scopes: scopes.iter().map(|s| labels::scope(s)).collect(),
+                switched_from: switched_from.clone(),
             },
             crate::SignInStatus::Declined => SignInView::Declined,
             crate::SignInStatus::Failed { message } => SignInView::Failed {
@@ -710,32 +769,17 @@ impl From<&CallRecord> for CallView {
             status: snake(&c.status),
             pending,
             requires_approval: c.requires_approval,
-            preview: c.preview.as_ref().map(|p| PreviewView {
-                summary: (&p.summary).into(),
-                risk: snake(&p.risk),
-                fields: p
-                    .fields
-                    .iter()
-                    .map(|f| PreviewFieldView {
-                        label: (&f.label).into(),
-                        value: f.value.clone(),
-                    })
-                    .collect(),
-                changes: p
-                    .changes
-                    .iter()
-                    .map(|ch| PreviewChangeView {
-                        field: (&ch.field).into(),
-                        from: ch.from.clone(),
-                        to: ch.to.clone(),
-                    })
-                    .collect(),
-            }),
+            preview: c.preview.as_ref().map(PreviewView::from),
             scopes: c.auth_scopes.iter().map(|s| labels::scope(s)).collect(),
             authorize_url: c.authorize_url.clone(),
             verdict: c.decision.as_ref().map(|d| snake(&d.verdict)),
             decided_by: c.decision.as_ref().map(|d| d.decided_by.clone()),
             reason: c.decision.as_ref().and_then(|d| d.reason.clone()),
+            reason_text: c
+                .decision
+                .as_ref()
+                .and_then(|d| d.reason.as_deref())
+                .and_then(crate::notices::translate),
             outcome: c.outcome.as_ref().map(snake),
             created_at: c.created_at,
             expires_at: c.expires_at,
@@ -765,6 +809,7 @@ pub fn timeline_items(event: &Event) -> Vec<TimelineItem> {
                     at: event.timestamp,
                     author: event.author.clone(),
                     text,
+                    stopped: stopped(event),
                 }
             });
         }
@@ -791,21 +836,33 @@ pub fn timeline_items(event: &Event) -> Vec<TimelineItem> {
         }
     }
     if let Some(message) = &event.error_message {
+        // The user's own acts (Stop, calling approvals off) are told, not alarmed about.
+        let own = matches!(
+            event.error_code.as_deref(),
+            Some(notice::CANCELLED_CODE | notice::SUPERSEDED_CODE)
+        );
         items.push(TimelineItem::Notice {
             id: event.id.clone(),
             at: event.timestamp,
-            level: "error".to_owned(),
+            level: (if own { "info" } else { "error" }).to_owned(),
             text: message.clone(),
+            message: crate::notices::notice(event.error_code.as_deref(), message),
         });
-    } else if event.interrupted {
+    } else if event.interrupted && !stopped(event) {
         items.push(TimelineItem::Notice {
             id: event.id.clone(),
             at: event.timestamp,
             level: "info".to_owned(),
             text: "interrupted".to_owned(),
+            message: Text::new("这一轮被中断了。", "This turn was interrupted."),
         });
     }
     items
+}
+
+/// Whether `event` is an answer the user stopped half-way (kept, marked stopped).
+fn stopped(event: &Event) -> bool {
+    event.interrupted && event.error_code.as_deref() == Some(notice::STOPPED_CODE)
 }
 
 fn result_view(response: &Map<String, Value>) -> ToolResultView {
@@ -822,6 +879,11 @@ fn result_view(response: &Map<String, Value>) -> ToolResultView {
     ToolResultView {
         is_error,
         text: cut(&text, RESULT_CHARS),
+        lines: if is_error {
+            Vec::new()
+        } else {
+            crate::readable::lines(value)
+        },
     }
 }
 

@@ -38,6 +38,8 @@ fn generate(dir: &Path) {
         SignInTicketView,
         UiEventView,
         companion::check::CheckView,
+        AutonomyInput,
+        EditCheckView,
         companion::Settings,
         companion::updates::UpdateStatusView,
     );

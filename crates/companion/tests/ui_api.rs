@@ -79,11 +79,9 @@ async fn a_proposal_rejected_with_a_reason_as_the_ui_sees_it() {
     assert!(
         matches!(&view.items[0], TimelineItem::User { text, .. } if text == "帮我约个产品评审会")
     );
-    assert!(
-        view.items.iter().any(
-            |i| matches!(i, TimelineItem::Assistant { text, .. } if text.contains("需要你确认"))
-        )
-    );
+    assert!(view.items.iter().any(
+        |i| matches!(i, TimelineItem::Assistant { text, .. } if text.contains("邀请张伟和李娜"))
+    ));
     let call_id = view
         .items
         .iter()

@@ -364,6 +364,22 @@ impl Store {
             .map_err(|e| self.db_err(e))
     }
 
+    /// Moves every session of `from` to `to` (conversations started before anyone signed in
+    /// become the first person's). Returns how many moved.
+    pub fn reassign_sessions(
+        &self,
+        app_name: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<usize, StoreError> {
+        self.conn()
+            .execute(
+                "UPDATE sessions SET user_id = ?3 WHERE app_name = ?1 AND user_id = ?2",
+                [app_name, from, to],
+            )
+            .map_err(|e| self.db_err(e))
+    }
+
     /// Deletes a session with its events and session-scoped state. `user:` and `app:` state stay:
     /// they belong to the user and the app, not to this session.
     pub fn delete_session(&self, session_id: &str) -> Result<(), StoreError> {

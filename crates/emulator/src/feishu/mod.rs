@@ -314,6 +314,11 @@ impl FeishuEmulator {
             .count()
     }
 
+    /// Makes every later sign-in sign in as `user`: a second person using the same app.
+    pub fn set_user(&self, user: User) {
+        self.shared.lock().user = user;
+    }
+
     /// Sets the lifetime of access tokens issued from now on.
     pub fn set_access_token_ttl(&self, ttl: Duration) {
         self.shared.lock().oauth.access_ttl = ttl;

@@ -72,6 +72,11 @@ decided_by: string | null,
  */
 reason: string | null, 
 /**
+ * The reason in the user's language when the engine wrote it (expiry, cancellation…);
+ * `null` for the user's own words.
+ */
+reason_text: Text | null, 
+/**
  * The tool's outcome, once done (`completed`, `failed`, `blocked`…).
  */
 outcome: string | null, 

@@ -17,7 +17,11 @@ name: string,
 /**
  * What they granted.
  */
-scopes: Array<ScopeView>, } | { "state": "declined" } | { "state": "failed", 
+scopes: Array<ScopeView>, 
+/**
+ * Who was signed in before, when it was someone else (their data is now kept apart).
+ */
+switched_from: string | null, } | { "state": "declined" } | { "state": "failed", 
 /**
  * Why, and what to do.
  */

@@ -33,7 +33,11 @@ author: string,
 /**
  * Markdown.
  */
-text: string, } | { "kind": "tool", 
+text: string, 
+/**
+ * The user stopped the answer while it was being written: this is what it had said.
+ */
+stopped: boolean, } | { "kind": "tool", 
 /**
  * The function call id.
  */
@@ -71,6 +75,10 @@ at: number,
  */
 level: string, 
 /**
- * For the user.
+ * As the engine or the model service wrote it (for a tooltip).
  */
-text: string, };
+text: string, 
+/**
+ * For the user, in their language.
+ */
+message: Text, };

@@ -11,4 +11,8 @@ is_error: boolean,
 /**
  * The result as text, cut to a readable length.
  */
-text: string, };
+text: string, 
+/**
+ * The list a read returned, one readable line per item (empty when it returned no list).
+ */
+lines: Array<string>, };

@@ -1,0 +1,47 @@
+//! Editing an approval: before the user can approve edited arguments, they are checked against
+//! the tool's schema and the card's readable preview (summary, times, people) is worked out again
+//! from them, so what is approved is what is seen. Problems come back in the user's language.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use ts_rs::TS;
+
+use crate::core::{Companion, CompanionError};
+use crate::view::{PreviewView, Text};
+
+/// What the edited arguments would do, or why they cannot be used.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct EditCheckView {
+    /// Why the arguments cannot be approved, in both languages; `null` when they can.
+    pub error: Option<Text>,
+    /// The engine's own words for the problem (for a tooltip).
+    pub raw_error: Option<String>,
+    /// The preview worked out from the edited arguments.
+    pub preview: Option<PreviewView>,
+}
+
+impl Companion {
+    /// Checks edited arguments for a held call and previews them; nothing is recorded.
+    pub async fn check_edit(
+        &self,
+        call_id: &str,
+        args: Map<String, Value>,
+    ) -> Result<EditCheckView, CompanionError> {
+        match self.engine().preview_edit(call_id, &args).await {
+            Ok(preview) => Ok(EditCheckView {
+                error: None,
+                raw_error: None,
+                preview: preview.as_ref().map(PreviewView::from),
+            }),
+            Err(agent::EngineError::InvalidArguments { message, .. }) => Ok(EditCheckView {
+                error: Some(Text::new(
+                    format!("修改后的参数不符合这个操作的要求：{message}"),
+                    format!("The edited arguments do not fit this action: {message}"),
+                )),
+                raw_error: Some(message),
+                preview: None,
+            }),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
