@@ -80,8 +80,8 @@ export async function startDriver() {
   };
 }
 
-/** A fresh data folder whose settings pin the redirect port and the time zone. */
-export async function freshDataDir(name) {
+/** A fresh data folder whose settings pin the redirect port and the time zone (plus `extra`). */
+export async function freshDataDir(name, extra = {}) {
   const dir = mkdtempSync(path.join(tmpdir(), `fc-e2e-${name}-`));
   await writeSettings(path.join(dir, 'config'));
   return dir;
@@ -97,6 +97,7 @@ export async function writeSettings(configDir) {
       language: 'zh',
       feishu: { redirect_port: redirectPort },
       time_zone: 'Asia/Shanghai',
+      ...extra,
     }),
   );
 }

@@ -62,10 +62,12 @@ test('edit the arguments → approve edited sends approve_edited; invalid JSON b
   const card = page.getByTestId('approval-card');
   await card.waitFor();
   await card.getByTestId('edit').click();
+  // The form is the default editor; the raw JSON is the advanced view.
+  await card.getByTestId('edit-tab-json').click();
   const ta = card.getByTestId('edit-args');
   await ta.fill('{ "chat_id": ');
   assert.equal(await card.getByTestId('approve').isDisabled(), true);
-  assert.match(await card.innerText(), /Not valid JSON/);
+  assert.match(await card.innerText(), /This is not valid JSON/);
   await ta.fill('{ "chat_id": "oc_product", "text": "Edited text" }');
   assert.match(await card.getByTestId('approve').innerText(), /Approve edited/);
   await card.getByTestId('approve').click();

@@ -76,6 +76,7 @@
         verdict: null,
         decided_by: null,
         reason: null,
+        reason_text: null,
         outcome: null,
         created_at: now(),
         expires_at: now() + 24 * HOUR,
@@ -167,9 +168,25 @@
     }
   }
 
-  async function sendMessage({ sessionId, text: body }) {
+  async function sendMessage({ sessionId, text: body, cancelWaiting }) {
     if (opts.failSend) throw opts.failSend;
     const sid = sessionId;
+    // As the engine does: waiting approvals survive a new message unless the user called them off.
+    if (cancelWaiting) {
+      for (const c of Object.values(calls)) {
+        if (c.session_id === sid && c.status === 'awaiting_approval') {
+          updateCall(c, {
+            status: 'done',
+            pending: false,
+            verdict: 'cancelled',
+            decided_by: 'user',
+            reason: 'cancelled by the user when they sent a new message',
+            reason_text: text('你发送新消息时选择了取消等待中的审批', 'You cancelled it when you sent a new message'),
+            outcome: 'cancelled',
+          });
+        }
+      }
+    }
     const inv = 'inv' + seq++;
     const s = sessions.find((x) => x.id === sid);
     if (s && !s.title) s.title = body.slice(0, 20);
@@ -259,7 +276,7 @@
   const commands = {
     startup_error: () => opts.startupError || null,
     ui_ready: () => 321,
-    app_info: () => ({ version: '0.1.0', demo: opts.demo, model: opts.demo ? 'Demo · scripted' : 'DeepSeek · deepseek-chat', brand: 'feishu', key_source: 'keychain', key_notice: null, data_dir: '/home/u/.local/share/feishu-companion', redirect_url: 'http://127.0.0.1:53682/callback' }),
+    app_info: () => ({ version: '0.1.0', demo: opts.demo, model: opts.demo ? 'Demo · scripted' : 'DeepSeek · deepseek-chat', brand: 'feishu', key_source: 'keychain', key_notice: null, data_dir: '/home/u/.local/share/feishu-companion', redirect_url: 'http://127.0.0.1:53682/callback', person: opts.person || (account ? { name: account.name, open_id: account.open_id } : null) }),
     list_sessions: () => sessions.map((s) => ({ ...s, pending: Object.values(calls).filter((c) => c.pending && c.session_id === s.id).length })),
     create_session: () => addSession('', 0),
     timeline: ({ sessionId }) => ({ session_id: sessionId, items: JSON.parse(JSON.stringify(timelines[sessionId] || [])), calls: Object.values(calls).filter((c) => c.session_id === sessionId), running: !!running[sessionId] }),
@@ -334,6 +351,15 @@
     restart_to_update: () => null,
     set_app_secret: () => ((secretSet = true), null),
     set_model_key: ({ preset }) => ((keys[preset] = true), null),
+    check_edit: ({ callId, args }) => {
+      const c = calls[callId];
+      if (!c || !c.pending) throw 'This approval was already decided.';
+      if (c.tool === 'send_message' && typeof args.chat_id !== 'string')
+        return { error: text('修改后的参数不符合这个操作的要求：缺少 chat_id', 'The edited arguments do not fit this action: chat_id is missing'), raw_error: '"chat_id" is a required property', preview: null };
+      const fields = Object.entries(args).map(([k, v]) => ({ label: text(k, k), value: Array.isArray(v) ? v.join('、') : String(v) }));
+      return { error: null, raw_error: null, preview: { summary: c.preview ? c.preview.summary : text('操作', 'Action'), risk: 'normal', fields, changes: [] } };
+    },
+    set_autonomy: ({ mode }) => (mode === 'allow_touched' ? { mode, until: now() + 30 * 60e3 } : { mode, until: null }),
     'plugin:event|listen': ({ event, handler }) => {
       const eventId = evSeq++;
       if (!listeners.has(event)) listeners.set(event, []);

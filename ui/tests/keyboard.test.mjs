@@ -49,6 +49,7 @@ test('Esc closes the reason field and keeps its text, the edited arguments and t
   const card = await withCard(page);
   await page.getByTestId('composer').fill('a draft for later');
   await card.getByTestId('edit').click();
+  await card.getByTestId('edit-tab-json').click();
   await card.getByTestId('edit-args').fill('{ "chat_id": "oc_product", "text": "Edited" }');
   await card.getByTestId('reject').click();
   await card.getByTestId('reject-reason').fill('Move it to Friday');
@@ -93,6 +94,7 @@ test('in the drawer, Esc closes the reason field first, then the drawer; edits s
   assert.equal(await drawer.count(), 0);
   // E: edit in the drawer; Esc twice closes the editor and the drawer; E again brings the text back.
   await page.keyboard.press('e');
+  await drawer.getByTestId('edit-tab-json').click();
   await drawer.getByTestId('edit-args').waitFor();
   await drawer.getByTestId('edit-args').fill('{ "chat_id": "oc_9", "text": "changed" }');
   await page.keyboard.press('Escape');

@@ -6,10 +6,13 @@ import type { AccountView } from './bindings/AccountView';
 import type { AppInfo } from './bindings/AppInfo';
 import type { AuditQuery } from './bindings/AuditQuery';
 import type { AuditView } from './bindings/AuditView';
+import type { AutonomyInput } from './bindings/AutonomyInput';
+import type { AutonomyView } from './bindings/AutonomyView';
 import type { BatchDecision } from './bindings/BatchDecision';
 import type { CheckView } from './bindings/CheckView';
 import type { CallView } from './bindings/CallView';
 import type { DecisionInput } from './bindings/DecisionInput';
+import type { EditCheckView } from './bindings/EditCheckView';
 import type { ExportFormat } from './bindings/ExportFormat';
 import type { RuleView } from './bindings/RuleView';
 import type { SavedSettings } from './bindings/SavedSettings';
@@ -46,7 +49,9 @@ export const api = {
   listSessions: () => invoke<SessionView[]>('list_sessions'),
   createSession: () => invoke<string>('create_session'),
   timeline: (sessionId: string) => invoke<TimelineView>('timeline', { sessionId }),
-  sendMessage: (sessionId: string, text: string) => invoke<TurnView>('send_message', { sessionId, text }),
+  /** `cancelWaiting`: the user chose to call off the approvals still waiting in the conversation. */
+  sendMessage: (sessionId: string, text: string, cancelWaiting = false) =>
+    invoke<TurnView>('send_message', { sessionId, text, cancelWaiting }),
   cancelTurn: (sessionId: string) => invoke<boolean>('cancel_turn', { sessionId }),
   decide: (callId: string, decision: DecisionInput) => invoke<TurnView>('decide', { callId, decision }),
   decideMany: (decisions: BatchDecision[]) => invoke<TurnView[]>('decide_many', { decisions }),
@@ -70,6 +75,9 @@ export const api = {
   setAppSecret: (secret: string) => invoke<null>('set_app_secret', { secret }),
   setModelKey: (preset: string, key: string) => invoke<null>('set_model_key', { preset, key }),
   checkConnection: () => invoke<CheckView>('check_connection'),
+  setAutonomy: (sessionId: string, mode: AutonomyInput) => invoke<AutonomyView>('set_autonomy', { sessionId, mode }),
+  /** Checks an approval's edited arguments and previews them, before Approve is enabled. */
+  checkEdit: (callId: string, args: Record<string, unknown>) => invoke<EditCheckView>('check_edit', { callId, args }),
 
   onEvent: (handler: (ev: UiEventView) => void): Promise<UnlistenFn> =>
     listen<UiEventView>('companion://event', (e) => handler(e.payload)),

@@ -17,6 +17,18 @@ describe('countdown formatting', () => {
     expect(formatDuration(42_000, 'en')).toBe('42s');
     expect(formatDuration(H, 'en')).toBe('1h');
   });
+  it('reads one minute for a one-minute expiry, from the first render on', () => {
+    // The card renders up to a second after the engine stamped the expiry, or a clock tick late:
+    // either way a 1-minute expiry must not read "2 minutes".
+    expect(formatCountdown(60_000, 0, 'en')).toBe('expires in 1m');
+    expect(formatCountdown(60_000, 0, 'zh')).toBe('1 分钟后过期');
+    expect(formatCountdown(60_900, 0, 'en')).toBe('expires in 1m');
+    expect(formatCountdown(60_000, 50, 'zh')).toBe('1 分钟后过期');
+    expect(formatCountdown(60_000, 1_000, 'en')).toBe('expires in 59s');
+    expect(formatCountdown(61_000, 0, 'en')).toBe('expires in 1m 01s');
+    expect(formatCountdown(9 * M + 59_000, 0, 'zh')).toBe('9 分 59 秒后过期');
+    expect(formatCountdown(2 * M, 0, 'en')).toBe('expires in 2m');
+  });
   it('says expired once past', () => {
     expect(formatCountdown(1000, 1000, 'en')).toBe('expired');
     expect(formatCountdown(0, 1000, 'zh')).toBe('已过期');

@@ -8,12 +8,24 @@ const DAY = 24 * HOUR;
 /** The locale the browser formats dates in for a UI language. */
 const locale = (lang: Lang) => (lang === 'zh' ? 'zh-CN' : 'en-US');
 
-/** A duration in words: "23h 59m" / "23 小时 59 分"; minutes round up so a countdown never shows 0 early. */
+/**
+ * A duration in words: "23h 59m" / "23 小时 59 分". Under ten minutes it counts seconds too
+ * ("1m 00s"), so a one-minute expiry reads one minute from the first render, never "2m"; above,
+ * minutes round up so a countdown never shows 0 early.
+ */
 export function formatDuration(ms: number, lang: Lang): string {
   const total = Math.max(0, ms);
   if (total < MIN) {
     const s = Math.ceil(total / 1000);
+    if (s >= 60) return lang === 'zh' ? '1 分钟' : '1m';
     return lang === 'zh' ? `${s} 秒` : `${s}s`;
+  }
+  if (total < 10 * MIN) {
+    const secs = Math.floor(total / 1000);
+    const m = Math.floor(secs / 60);
+    const s = secs % 60;
+    if (lang === 'zh') return s > 0 ? `${m} 分 ${s} 秒` : `${m} 分钟`;
+    return s > 0 ? `${m}m ${String(s).padStart(2, '0')}s` : `${m}m`;
   }
   const mins = Math.ceil(total / MIN);
   const d = Math.floor(mins / (24 * 60));

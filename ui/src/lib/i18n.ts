@@ -3,6 +3,7 @@
 
 import { en as updatesEn, zh as updatesZh } from './i18n/updates';
 import * as tenants from './i18n/tenants';
+import { en as approvalsEn, zh as approvalsZh } from './i18n/approvals';
 
 export type Lang = 'zh' | 'en';
 
@@ -251,6 +252,7 @@ export const en = {
   attention_open_inbox: 'Open Approvals',
   open_link_failed: 'Could not open the link: {msg}',
   ...tenants.en,
+  ...approvalsEn,
 } as const;
 
 export type Key = keyof typeof en;
@@ -490,6 +492,7 @@ export const zh: Record<Key, string> = {
   attention_open_inbox: '打开待审批',
   open_link_failed: '无法打开链接：{msg}',
   ...tenants.zh,
+  ...approvalsZh,
 };
 
 export const strings: Record<Lang, Record<Key, string>> = { en, zh };

@@ -49,7 +49,9 @@ export function callStatus(call: CallView | undefined, result: ToolResultView | 
 }
 
 /** The one-line decision a resolved approval collapses into, or null when there was none. */
-export function decisionLine(call: CallView | undefined): { key: Key; tone: Tone; reason?: string } | null {
+export function decisionLine(
+  call: CallView | undefined,
+): { key: Key; tone: Tone; reason?: string; reasonText?: { zh: string; en: string } } | null {
   if (!call || !call.verdict) return null;
   const byRule = call.decided_by?.startsWith('rule:') ?? false;
   switch (call.verdict) {
@@ -61,12 +63,13 @@ export function decisionLine(call: CallView | undefined): { key: Key; tone: Tone
       return call.reason
         ? { key: 'decided_rejected_reason', tone: 'red', reason: call.reason }
         : { key: 'decided_rejected', tone: 'red' };
+    // The engine's reason, in the user's language, says why (a new message, Stop, the clock).
     case 'expired':
-      return { key: 'decided_expired', tone: 'grey' };
+      return { key: 'decided_expired', tone: 'grey', reasonText: call.reason_text ?? undefined };
     case 'superseded':
-      return { key: 'decided_superseded', tone: 'grey' };
+      return { key: 'decided_superseded', tone: 'grey', reasonText: call.reason_text ?? undefined };
     case 'cancelled':
-      return { key: 'decided_cancelled', tone: 'grey' };
+      return { key: 'decided_cancelled', tone: 'grey', reasonText: call.reason_text ?? undefined };
     case 'always_allowed':
       return { key: 'decided_always', tone: 'green' };
   }

@@ -3,6 +3,7 @@ import { api, errorMessage, type OpenRequest } from './api';
 import type { AccountView } from './bindings/AccountView';
 import type { AppInfo } from './bindings/AppInfo';
 import type { AuditView } from './bindings/AuditView';
+import type { AutonomyInput } from './bindings/AutonomyInput';
 import type { CallView } from './bindings/CallView';
 import type { DecisionInput } from './bindings/DecisionInput';
 import type { Language } from './bindings/Language';
@@ -55,6 +56,8 @@ class Store {
   /** What the user typed into an approval card (edited arguments, a reason), per call, until it is decided. */
   cardDrafts = $state.raw<Record<string, CardDraft>>({});
   sending = $state(false);
+  /** The approval editor shows the raw JSON instead of the form (the user chose it). */
+  editAdvanced = $state(false);
   /** Call ids with a decision in flight (guards double clicks). */
   busy = $state.raw<Set<string>>(new Set());
   ready = $state(false);
@@ -70,7 +73,9 @@ class Store {
     this.themeSetting === 'system' ? (this.systemDark ? 'dark' : 'light') : this.themeSetting,
   );
   pendingList: CallView[] = $derived(
-    Object.values(this.pendingCalls).sort((a, b) => a.created_at - b.created_at || (a.call_id < b.call_id ? -1 : 1)),
+    Object.values(this.pendingCalls)
+      .filter((c) => !expiredAt(c, this.now))
+      .sort((a, b) => a.created_at - b.created_at || (a.call_id < b.call_id ? -1 : 1)),
   );
   pendingCount: number = $derived(this.pendingList.length);
   pendingBySession: Record<string, number> = $derived.by(() => {
@@ -93,8 +98,13 @@ class Store {
   isViewing(sessionId: string): boolean {
     return this.view === 'chat' && this.currentId === sessionId;
   }
+  /**
+   * A call as the screen shows it: an approval whose time ran out reads as expired the second it
+   * expires, before the engine's sweep records it (the engine refuses a late decision either way).
+   */
   call(callId: string): CallView | undefined {
-    return this.tl?.calls[callId] ?? this.pendingCalls[callId] ?? this.knownCalls[callId];
+    const c = this.tl?.calls[callId] ?? this.pendingCalls[callId] ?? this.knownCalls[callId];
+    return c && expiredAt(c, this.now) ? asExpired(c) : c;
   }
   sessionTitle(id: string | null | undefined): string {
     if (!id) return '';
@@ -113,6 +123,12 @@ class Store {
   }
   fail(e: unknown) {
     this.toast('error', errorMessage(e));
+  }
+  /** A refused decision; an expired approval is told in the user's language (the engine's raw
+   *  words would be English). */
+  failDecision(e: unknown) {
+    if (/approval expired before the decision/.test(errorMessage(e))) this.toast('info', this.t('decide_expired'));
+    else this.fail(e);
   }
 
   // ---- start
@@ -144,6 +160,8 @@ class Store {
     if (!this.currentId && this.sessions.length) await this.selectSession(this.sessions[0].id);
     this.ready = true;
     setInterval(() => (this.now = Date.now()), 1000);
+    // A sign-in can end without the UI doing anything (a refresh token lapses): check now and then.
+    setInterval(() => this.refreshAccount(), 60_000);
   }
 
   applySettingsView(s: SettingsView) {
@@ -232,7 +250,14 @@ class Store {
   }
 
   // ---- conversation
-  async send(text: string) {
+  /** Approvals (not sign-ins) waiting in a conversation, oldest first. */
+  waitingApprovals(sessionId: string | null): CallView[] {
+    if (!sessionId) return [];
+    return this.pendingList.filter((c) => c.session_id === sessionId && c.status === 'awaiting_approval');
+  }
+
+  /** Sends `text`; `cancelWaiting` calls off the approvals still waiting there (the user chose so). */
+  async send(text: string, cancelWaiting = false) {
     const body = text.trim();
     if (!body || this.sending) return;
     let sid = this.currentId;
@@ -243,7 +268,7 @@ class Store {
     if (this.tl && this.tl.session_id === sid) this.tl = addLocalUser(this.tl, localId, body, Date.now());
     this.sending = true;
     try {
-      await api.sendMessage(sid, body);
+      await api.sendMessage(sid, body, cancelWaiting);
     } catch (e) {
       if (this.tl && this.tl.session_id === sid) this.tl = removeEntry(this.tl, 'u:' + localId);
       // Give the text back unless the user has typed something new meanwhile.
@@ -252,6 +277,18 @@ class Store {
     } finally {
       this.sending = false;
       this.refreshSessionsSoon();
+    }
+  }
+
+  /** Sets how writes are treated in the open conversation (audited by the engine). */
+  async setAutonomy(mode: AutonomyInput) {
+    const sid = this.currentId;
+    if (!sid) return;
+    try {
+      const view = await api.setAutonomy(sid, mode);
+      if (this.tl && this.tl.session_id === sid) this.tl = { ...this.tl, autonomy: view };
+    } catch (e) {
+      this.fail(e);
     }
   }
 
@@ -296,7 +333,7 @@ class Store {
       this.setDraft(callId, { edit: undefined, reason: undefined });
       return true;
     } catch (e) {
-      this.fail(e);
+      this.failDecision(e);
       if (this.alwaysIds.has(callId)) this.alwaysIds = new Set([...this.alwaysIds].filter((x) => x !== callId));
       this.refreshPending().catch(() => {});
       return false;
@@ -313,7 +350,7 @@ class Store {
       await api.decideMany(todo.map((call_id) => ({ call_id, decision })));
       return true;
     } catch (e) {
-      this.fail(e);
+      this.failDecision(e);
       return false;
     } finally {
       this.setBusy(todo, false);
@@ -389,10 +426,17 @@ class Store {
       this.setBusy([callId], false);
     }
   }
+  /** Reads the account and whose conversations these are again (the status bar shows both). */
+  refreshAccount() {
+    api.account().then((a) => (this.account = a)).catch(() => {});
+    api.appInfo().then((i) => (this.info = i)).catch(() => {});
+  }
+
   async signOut() {
     try {
       await api.signOut();
       this.account = null;
+      this.refreshAccount();
       this.signIn = { state: 'idle' };
     } catch (e) {
       this.fail(e);
@@ -419,6 +463,9 @@ class Store {
           this.attentionIds = this.attentionIds.filter((id) => id !== c.call_id);
         }
         if (!this.tl || this.tl.session_id !== c.session_id) this.knownCalls = { ...this.knownCalls, [c.call_id]: c };
+        // A call that waits for a sign-in may mean the last one ended: the status bar must not
+        // go on naming an account that is gone.
+        if (c.status === 'awaiting_auth' && !wasPending) this.refreshAccount();
         if (wasPending !== c.pending) this.refreshSessionsSoon();
         // A new permission request starts from a clean sign-in state (not another card's result).
         if (c.status === 'awaiting_auth' && !wasPending && c.call_id !== this.signInCall) {
@@ -438,7 +485,13 @@ class Store {
       case 'sign_in':
         this.signIn = ev.status;
         if (ev.status.state === 'signed_in') {
-          api.account().then((a) => (this.account = a)).catch(() => {});
+          this.refreshAccount();
+          const previous = ev.status.switched_from;
+          if (previous) {
+            this.toast('info', this.t('switched_person', { name: ev.status.name, previous }));
+            this.refreshSessions().catch(() => {});
+            this.refreshPending().catch(() => {});
+          }
         }
         break;
     }
@@ -460,6 +513,16 @@ class Store {
   closeDrawer() {
     this.drawer = null;
   }
+}
+
+/** Whether `c` is an approval whose expiry has passed at `now`. */
+export function expiredAt(c: CallView, now: number): boolean {
+  return c.status === 'awaiting_approval' && c.expires_at != null && c.expires_at <= now;
+}
+
+/** `c` as the engine will record it once its expiry is swept. */
+function asExpired(c: CallView): CallView {
+  return { ...c, status: 'done', pending: false, verdict: 'expired', decided_by: 'engine', outcome: 'cancelled' };
 }
 
 export const store = new Store();

@@ -8,7 +8,7 @@ function call(over: Partial<CallView> = {}): CallView {
   return {
     call_id: 'c1', session_id: 's1', invocation_id: 'i1', tool: 'send_message', title, args: { chat_id: 'oc_1' },
     original_args: null, status: 'awaiting_approval', pending: true, requires_approval: true, preview: null, scopes: [],
-    authorize_url: null, verdict: null, decided_by: null, reason: null, outcome: null, created_at: 1, expires_at: null,
+    authorize_url: null, verdict: null, decided_by: null, reason: null, reason_text: null, outcome: null, created_at: 1, expires_at: null,
     updated_at: 1, ...over,
   };
 }
@@ -38,7 +38,7 @@ describe('timeline reducer', () => {
     s = applyEvent(s, { type: 'text', session_id: 's1', invocation_id: 'i1', text: 'Hel' });
     s = applyEvent(s, {
       type: 'items', session_id: 's1', invocation_id: 'i1',
-      items: [{ kind: 'assistant', id: 'a1', at: 2, author: 'x', text: 'Hello' }],
+      items: [{ kind: 'assistant', id: 'a1', at: 2, author: 'x', text: 'Hello', stopped: false }],
     });
     expect(s.items.map((e) => e.kind)).toEqual(['user', 'assistant']);
     expect(s.items.some((e) => e.kind === 'draft')).toBe(false);
@@ -55,7 +55,7 @@ describe('timeline reducer', () => {
     s = applyEvent(s, { type: 'items', session_id: 's1', invocation_id: 'i1', items: [toolItem()] });
     s = applyEvent(s, {
       type: 'items', session_id: 's1', invocation_id: 'i1',
-      items: [toolItem({ args: {}, at: 9, result: { is_error: false, text: 'ok' } })],
+      items: [toolItem({ args: {}, at: 9, result: { is_error: false, text: 'ok', lines: [] } })],
     });
     expect(s.items.length).toBe(1);
     const t = s.items[0];
@@ -93,8 +93,8 @@ describe('timeline reducer', () => {
 
   it('fromView merges results and keeps calls', () => {
     const s = fromView({
-      session_id: 's1', running: false, calls: [call()],
-      items: [toolItem(), toolItem({ args: {}, result: { is_error: true, text: 'no' } })],
+      session_id: 's1', running: false, calls: [call()], autonomy: { mode: 'ask', until: null },
+      items: [toolItem(), toolItem({ args: {}, result: { is_error: true, text: 'no', lines: [] } })],
     });
     expect(s.items.length).toBe(1);
     expect(s.calls.c1).toBeDefined();

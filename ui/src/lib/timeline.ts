@@ -1,5 +1,6 @@
 // The conversation's state and how events change it. Pure functions over immutable values, so
 // they are easy to test and cheap to hand to a $state.raw store.
+import type { AutonomyView } from './bindings/AutonomyView';
 import type { CallView } from './bindings/CallView';
 import type { TimelineItem } from './bindings/TimelineItem';
 import type { TimelineView } from './bindings/TimelineView';
@@ -16,10 +17,14 @@ export interface TimelineState {
   running: boolean;
   /** The turn in progress (or last seen). */
   invocation_id: string | null;
+  /** How writes are treated in this conversation. */
+  autonomy: AutonomyView;
 }
 
+const ASK: AutonomyView = { mode: 'ask', until: null };
+
 export function emptyTimeline(session_id: string): TimelineState {
-  return { session_id, items: [], calls: {}, running: false, invocation_id: null };
+  return { session_id, items: [], calls: {}, running: false, invocation_id: null, autonomy: ASK };
 }
 
 export function fromView(view: TimelineView): TimelineState {
@@ -40,7 +45,14 @@ export function fromView(view: TimelineView): TimelineState {
       items[i] = prev.kind === 'tool' && item.kind === 'tool' ? mergeTool(prev, item) : item;
     }
   }
-  const state: TimelineState = { session_id: view.session_id, items, calls, running: view.running, invocation_id: null };
+  const state: TimelineState = {
+    session_id: view.session_id,
+    items,
+    calls,
+    running: view.running,
+    invocation_id: null,
+    autonomy: view.autonomy ?? ASK,
+  };
   return ensureCallEntries(state, view.calls);
 }
 
