@@ -8,8 +8,9 @@ describe('countdown formatting', () => {
     expect(formatCountdown(1000 + 23 * H + 59 * M, 1000, 'zh')).toBe('23 小时 59 分后过期');
     expect(formatCountdown(1000 + 23 * H + 59 * M, 1000, 'en')).toBe('expires in 23h 59m');
   });
-  it('rounds partial minutes up', () => {
+  it('rounds partial minutes to the nearest, so a lagging clock tick does not add one', () => {
     expect(formatCountdown(23 * H + 58 * M + 30_000, 0, 'en')).toBe('expires in 23h 59m');
+    expect(formatCountdown(30 * M + 900, 0, 'en')).toBe('expires in 30m');
   });
   it('shows days, minutes and seconds', () => {
     expect(formatDuration(2 * 24 * H + 3 * H, 'en')).toBe('2d 3h');

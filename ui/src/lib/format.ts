@@ -10,8 +10,8 @@ const locale = (lang: Lang) => (lang === 'zh' ? 'zh-CN' : 'en-US');
 
 /**
  * A duration in words: "23h 59m" / "23 小时 59 分". Under ten minutes it counts seconds too
- * ("1m 00s"), so a one-minute expiry reads one minute from the first render, never "2m"; above,
- * minutes round up so a countdown never shows 0 early.
+ * ("1m 01s"), so a one-minute expiry reads one minute from the first render, never "2m"; above,
+ * minutes round to the nearest (a countdown under ten minutes never shows 0 early).
  */
 export function formatDuration(ms: number, lang: Lang): string {
   const total = Math.max(0, ms);
@@ -27,7 +27,9 @@ export function formatDuration(ms: number, lang: Lang): string {
     if (lang === 'zh') return s > 0 ? `${m} 分 ${s} 秒` : `${m} 分钟`;
     return s > 0 ? `${m}m ${String(s).padStart(2, '0')}s` : `${m}m`;
   }
-  const mins = Math.ceil(total / MIN);
+  // Nearest minute: from ten minutes up a half-minute either way does not matter, and a clock
+  // tick that lags a second must not turn "30 minutes" into "31".
+  const mins = Math.round(total / MIN);
   const d = Math.floor(mins / (24 * 60));
   const h = Math.floor((mins % (24 * 60)) / 60);
   const m = mins % 60;

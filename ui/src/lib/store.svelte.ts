@@ -325,8 +325,13 @@ class Store {
     return this.busy.has(id);
   }
 
+  /** Calls decided from this window (the inbox drawer follows to the next row after them, but
+   *  closes when its approval was decided somewhere else). Not reactive: read in effects. */
+  decidedHere = new Set<string>();
+
   async decide(callId: string, decision: DecisionInput): Promise<boolean> {
     if (this.busy.has(callId)) return false;
+    this.decidedHere.add(callId);
     this.setBusy([callId], true);
     try {
       await api.decide(callId, decision);
@@ -345,6 +350,7 @@ class Store {
   async decideMany(ids: string[], decision: DecisionInput): Promise<boolean> {
     const todo = ids.filter((id) => !this.busy.has(id));
     if (!todo.length) return false;
+    for (const id of todo) this.decidedHere.add(id);
     this.setBusy(todo, true);
     try {
       await api.decideMany(todo.map((call_id) => ({ call_id, decision })));
