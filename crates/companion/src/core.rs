@@ -4,9 +4,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, RwLock};
 
 use agent::persist::AuditFilter;
-use agent::{
-    CallRecord, Content, Decision, Engine, EngineConfig, EngineEvent, Event, Rule, TurnOutcome,
-};
+use agent::{CallRecord, Content, Decision, Engine, EngineEvent, Event, Rule, TurnOutcome};
 use emulator::feishu::FeishuEmulator;
 use emulator::model_server::ModelServer;
 use feishu::{Account, CallbackOutcome, LoopbackListener};
