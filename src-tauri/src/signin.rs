@@ -199,10 +199,19 @@ fn hand_off<R: Runtime>(app: &AppHandle<R>, authorize: &str) {
     if let Err(e) = app.opener().open_url(authorize, None::<&str>) {
         log::warn!("cannot open the system browser: {e}");
     }
-    if let Some(window) = app.get_webview_window(LABEL)
-        && let Err(e) = window.eval(HANDED_OFF_PAGE)
-    {
-        log::warn!("cannot tell the sign-in window: {e}");
+    // The refused hop left the window without a document to write into: an empty page
+    // first, then the message.
+    if let Some(window) = app.get_webview_window(LABEL) {
+        if let Ok(blank) = Url::parse("about:blank") {
+            let _ = window.navigate(blank);
+        }
+        let window = window.clone();
+        tauri::async_runtime::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            if let Err(e) = window.eval(HANDED_OFF_PAGE) {
+                log::warn!("cannot tell the sign-in window: {e}");
+            }
+        });
     }
     if let Some(companion) = app.state::<Shell>().companion_now() {
         companion.sign_in_continues_in_browser();

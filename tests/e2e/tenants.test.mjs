@@ -115,6 +115,7 @@ describe('settings apply at once: demo, then a real app, then demo again', () =>
     await openSettings();
     await browser.$('[data-testid="preset"]').selectByAttribute('value', 'custom');
     await browser.$('[data-testid="base-url"]').setValue(realModel.line.trim());
+    await browser.$('#s-model').setValue('real-model');
     await browser.$('[data-testid="app-id"]').setValue(REAL_APP);
     await saveSettings();
     await browser.$('[data-testid="app-secret"]').setValue('real-secret');
@@ -142,7 +143,10 @@ describe('settings apply at once: demo, then a real app, then demo again', () =>
 
   test('clearing the App ID goes back to demo mode, its approval still there', async () => {
     await openSettings();
-    await browser.$('[data-testid="app-id"]').clearValue();
+    // As a person does it (clearValue fires no input event the form would hear).
+    await browser.$('[data-testid="app-id"]').click();
+    await browser.keys(['Control', 'a']);
+    await browser.keys('Backspace');
     await saveSettings();
     await browser.$('[data-testid="demo-banner"]').waitForDisplayed({ timeout: 20000 });
     await browser.waitUntil(async () => (await pendingCount(browser)) === 1, {

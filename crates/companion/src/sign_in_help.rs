@@ -117,8 +117,8 @@ impl SignInProblem {
             SignInProblem::ScopesNotEnabled { scopes } => (
                 "scopes_not_enabled",
                 Text::new(
-                    "飞书拒绝了登录：应用尚未开通所需的权限",
-                    "Feishu refused the sign-in: the app has not enabled a permission it asks for",
+                    "飞书拒绝了登录：应用尚未开通所需的权限（错误码 20027）",
+                    "Feishu refused the sign-in: the app has not enabled a permission it asks for (error 20027)",
                 ),
                 Text::new(
                     "在飞书开发者后台打开你的应用 → 开发配置 → 权限管理，开通下面的权限（用户身份），然后创建并发布一个版本，再重新登录。",
