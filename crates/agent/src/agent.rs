@@ -261,6 +261,11 @@ impl LlmAgentBuilder {
         self
     }
 
+    /// The tools added so far, in order (callbacks added later may want to know them).
+    pub fn tools(&self) -> impl Iterator<Item = &Arc<dyn AgentTool>> {
+        self.tools.iter()
+    }
+
     /// Adds a sub-agent this agent can transfer to.
     #[must_use]
     pub fn sub_agent(mut self, agent: LlmAgent) -> Self {

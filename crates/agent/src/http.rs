@@ -110,6 +110,15 @@ pub struct ExternalResponse {
     /// Why it failed; empty when it did not.
     #[serde(default, deserialize_with = "crate::json::null_as_default")]
     pub reason: String,
+    /// An HTTP response's headers (empty for a tool call's answer).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub headers: std::collections::BTreeMap<String, String>,
+    /// The URL that answered, after redirects (empty for a tool call's answer).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub url: String,
+    /// The body's bytes, base64-encoded, when they are not UTF-8 text (`text` is then lossy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_base64: Option<String>,
 }
 
 impl ExternalResponse {
@@ -119,6 +128,9 @@ impl ExternalResponse {
             text: text.into(),
             status_code,
             reason: String::new(),
+            headers: std::collections::BTreeMap::new(),
+            url: String::new(),
+            body_base64: None,
         }
     }
 

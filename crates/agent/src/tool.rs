@@ -46,6 +46,12 @@ pub trait AgentTool: Send + Sync {
         None
     }
 
+    /// Where the tool's code comes from, for the audit trail: a user's Python file and function,
+    /// say. `None` for the app's own tools.
+    fn source(&self) -> Option<Value> {
+        None
+    }
+
     /// Runs the call. `ctx.idempotency_key` is the key a write must pass to the service.
     async fn run(&self, args: Map<String, Value>, ctx: &mut ToolContext) -> ToolReturn;
 

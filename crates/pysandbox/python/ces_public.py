@@ -12,6 +12,7 @@ import base64 as _base64
 import copy as _copy
 import enum as _enum
 import json as _json
+import re as _re
 
 # The host functions (start_tool, start_http, wait, sleep, events); bound by the guest at start-up.
 _host = None
@@ -26,27 +27,70 @@ def _bind_host(host):
 # JSON helpers
 
 
-def _jsonable(value, what="value"):
-    """Turns a Python value into plain JSON data; the seed's classes become their wire shape."""
-    if value is None or isinstance(value, (bool, int, float, str)):
+# How deep a value may nest: the host's JSON reader stops at 128 levels, and the answer wraps the
+# value in a few of its own.
+_MAX_DEPTH = 100
+# The integers JSON carries exactly here: larger ones would arrive as approximate floats.
+_INT_MIN = -(2**63)
+_INT_MAX = 2**64 - 1
+_SURROGATE = _re.compile("[\ud800-\udfff]")
+
+
+def _int_text(value):
+    try:
+        return str(value)
+    except ValueError:  # more digits than Python will print
+        return f"an integer of {value.bit_length()} bits"
+
+
+def _jsonable(value, what="value", _depth=0):
+    """Turns a Python value into plain JSON data; the seed's classes become their wire shape.
+    What JSON cannot carry faithfully (NaN, infinities, integers past 64 bits, lone surrogates,
+    nesting past 100 levels) is refused with a ValueError that says what to do instead."""
+    if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, str):
+        if not value.isascii():
+            bad = _SURROGATE.search(value)
+            if bad is not None:
+                raise ValueError(
+                    f"{what}: the string holds {bad.group()!r}, a lone surrogate, which is not "
+                    "valid Unicode and cannot be sent; build strings from whole characters"
+                )
+        return value
+    if isinstance(value, int):
+        if not _INT_MIN <= value <= _INT_MAX:
+            raise ValueError(
+                f"{what}: {_int_text(value)} does not fit in 64 bits, the most a JSON number "
+                "carries exactly here; send it as a string (str(n))"
+            )
+        return value
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError(
+                f"{what}: {value!r} has no JSON form; send None or a string instead"
+            )
+        return value
+    if _depth >= _MAX_DEPTH:
+        raise ValueError(f"{what}: nested deeper than {_MAX_DEPTH} levels, more than JSON is sent with")
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
             if not isinstance(key, str):
                 raise TypeError(f"{what}: dictionary keys must be strings, not {type(key).__name__}")
-            out[key] = _jsonable(item, what)
+            _jsonable(key, what)
+            out[key] = _jsonable(item, what, _depth + 1)
         return out
     if isinstance(value, (list, tuple, set, frozenset)):
-        return [_jsonable(item, what) for item in value]
+        return [_jsonable(item, what, _depth + 1) for item in value]
     if isinstance(value, (bytes, bytearray)):
         # Bytes have no JSON form; base64 is how the data model carries them (Blob.data).
         return _base64.b64encode(bytes(value)).decode("ascii")
     if isinstance(value, _enum.Enum):
-        return _jsonable(value.value, what)
+        return _jsonable(value.value, what, _depth)
     to_json = getattr(value, "_to_json", None)
     if callable(to_json):
-        return to_json()
+        return _jsonable(to_json(), what, _depth)
     raise TypeError(f"{what}: {type(value).__name__} is not JSON serializable")
 
 
@@ -659,17 +703,60 @@ class StatusError(Exception):
         self.reason = reason
 
 
-class ExternalResponse:
-    """A response from outside Python: a tool call or an HTTP request."""
+class _Headers(dict):
+    """Response headers, looked up without regard to case as HTTP says (``requests`` does too)."""
 
-    def __init__(self, text="", status_code=200, reason=""):
+    def __init__(self, items=()):
+        super().__init__()
+        for key, value in dict(items).items():
+            self[key] = value
+
+    def _find(self, key):
+        if isinstance(key, str):
+            lower = key.lower()
+            for existing in super().keys():
+                if existing.lower() == lower:
+                    return existing
+        return key
+
+    def __getitem__(self, key):
+        return super().__getitem__(self._find(key))
+
+    def __setitem__(self, key, value):
+        super().__setitem__(self._find(key), value)
+
+    def __delitem__(self, key):
+        super().__delitem__(self._find(key))
+
+    def __contains__(self, key):
+        return super().__contains__(self._find(key))
+
+    def get(self, key, default=None):
+        return super().get(self._find(key), default)
+
+
+class ExternalResponse:
+    """A response from outside Python: a tool call or an HTTP request. Besides the seed's
+    ``text``, ``status_code``, ``reason`` and ``ok``, HTTP responses have ``headers`` (any case),
+    ``url`` (after redirects) and ``content`` (the body's bytes), as in ``requests``."""
+
+    def __init__(self, text="", status_code=200, reason="", headers=None, url="", content=None):
         self.text = text
         self.status_code = status_code
         self.reason = reason
+        self.headers = _Headers(headers or {})
+        self.url = url
+        self._content = content
 
     @property
     def ok(self):
         return self.status_code < 400
+
+    @property
+    def content(self):
+        if self._content is not None:
+            return self._content
+        return self.text.encode("utf-8")
 
     def json(self):
         return _json.loads(self.text)
@@ -683,11 +770,29 @@ class ExternalResponse:
 
     @classmethod
     def _from_json(cls, d):
-        return cls(text=d.get("text", ""), status_code=d.get("status_code", 0), reason=d.get("reason") or "")
+        body = d.get("body_base64")
+        return cls(
+            text=d.get("text", ""),
+            status_code=d.get("status_code", 0),
+            reason=d.get("reason") or "",
+            headers=d.get("headers") or {},
+            url=d.get("url") or "",
+            content=_base64.b64decode(body) if body else None,
+        )
 
 
 def _wait(handle):
     return ExternalResponse._from_json(_json.loads(_host.wait(handle)))
+
+
+# async_tools calls started and not yet waited for; the guest waits for them when the user's
+# function returns, so a call started and never polled still happens.
+_started = []
+
+
+def _drain():
+    while _started:
+        _started[0]()
 
 
 class _Future:
@@ -697,10 +802,15 @@ class _Future:
         self._handle = handle
         self._name = name
         self._response = None
+        _started.append(self)
 
     def __call__(self):
         if self._response is None:
-            self._response = _wait(self._handle)
+            try:
+                self._response = _wait(self._handle)
+            finally:
+                if self in _started:
+                    _started.remove(self)
         return self._response
 
     result = __call__
@@ -755,31 +865,121 @@ class AsyncTools:
         return self.__getattr__(name)
 
 
+def _pairs(value, what):
+    """``params``/``data`` as (key, value) pairs, the way ``requests`` takes them: a dict whose
+    values may be lists (a repeated key), a list of pairs, or a query string. None values are
+    left out."""
+    from urllib.parse import parse_qsl
+
+    if isinstance(value, (str, bytes)):
+        text = value.decode("utf-8") if isinstance(value, bytes) else value
+        return parse_qsl(text.lstrip("?"), keep_blank_values=True)
+    items = value.items() if isinstance(value, dict) else value
+    pairs = []
+    for item in items:
+        try:
+            key, val = item
+        except (TypeError, ValueError):
+            raise TypeError(f"ces_requests {what}: expected a dict or a list of (key, value) pairs") from None
+        vals = val if isinstance(val, (list, tuple)) else [val]
+        for v in vals:
+            if v is not None:
+                pairs.append((str(key), v.decode("utf-8") if isinstance(v, bytes) else str(v)))
+    return pairs
+
+
+def _grouped(pairs):
+    """Pairs as the host takes them: each key once, a repeated key's values as a list in order."""
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            if not isinstance(out[key], list):
+                out[key] = [out[key]]
+            out[key].append(value)
+        else:
+            out[key] = value
+    return out
+
+
 class Requests:
     """HTTP calls in the style of the ``requests`` library, made by the host. Writes (POST, PUT,
-    DELETE, PATCH) are only sent for a tool the user approved."""
+    DELETE, PATCH) are sent only once the user approved them, and only to hosts the user allowed
+    for this file.
 
-    def request(self, method, url, params=None, data=None, json=None, headers=None, timeout=None, **kwargs):
+    Takes ``requests``' arguments: ``params`` (a dict, lists for repeated keys, a list of pairs or
+    a string), ``data`` (a dict or pairs as a form, str or bytes as the body), ``json``,
+    ``headers``, ``cookies``, ``auth`` (a (user, password) pair: Basic), ``timeout``,
+    ``allow_redirects`` and ``verify`` (certificates are always checked: only True is accepted).
+    ``files``, ``proxies``, ``cert`` and ``stream`` are refused: there are no files, the app
+    chooses the route, and bodies arrive whole."""
+
+    def request(
+        self,
+        method,
+        url,
+        params=None,
+        data=None,
+        json=None,
+        headers=None,
+        cookies=None,
+        auth=None,
+        timeout=None,
+        allow_redirects=True,
+        verify=True,
+        **kwargs,
+    ):
         method = HttpMethod(str(method).upper())
+        name = f"ces_requests.{method.value.lower()}()"
+        for refused, why in (
+            ("files", "there are no files in the sandbox; send the content as data or json"),
+            ("proxies", "the app chooses how requests reach the network"),
+            ("cert", "there are no files in the sandbox to read a certificate from"),
+            ("stream", "responses arrive whole"),
+        ):
+            if kwargs.pop(refused, None) is not None:
+                raise TypeError(f"{name}: {refused}= is not supported: {why}")
         unknown = sorted(kwargs)
         if unknown:
-            raise TypeError(f"ces_requests.{method.value.lower()}() got unexpected arguments: {', '.join(unknown)}")
+            raise TypeError(f"{name} got unexpected arguments: {', '.join(unknown)}")
+        if verify is not True:
+            raise ValueError(f"{name}: verify={verify!r} is not supported: certificates are always checked")
         request = {"method": method.value, "url": str(url)}
         if params:
-            request["params"] = {str(k): str(v) for k, v in dict(params).items()}
-        if headers:
-            request["headers"] = {str(k): str(v) for k, v in dict(headers).items()}
-        if json is not None:
+            request["params"] = _grouped(_pairs(params, "params"))
+        head = {}
+        for key, value in (headers or {}).items():
+            if value is not None:
+                head[str(key)] = value.decode("latin-1") if isinstance(value, bytes) else str(value)
+        if cookies:
+            jar = "; ".join(f"{k}={v}" for k, v in dict(cookies).items())
+            head["Cookie"] = f"{head['Cookie']}; {jar}" if "Cookie" in head else jar
+        if auth is not None:
+            if not (isinstance(auth, (tuple, list)) and len(auth) == 2):
+                raise TypeError(f"{name}: auth must be a (user, password) pair")
+            user, password = (a.decode("latin-1") if isinstance(a, bytes) else str(a) for a in auth)
+            token = _base64.b64encode(f"{user}:{password}".encode("latin-1")).decode("ascii")
+            head["Authorization"] = f"Basic {token}"
+        if head:
+            request["headers"] = head
+        if json is not None and data is None:
             request["json"] = _jsonable(json, "ces_requests json")
         if data is not None:
-            if isinstance(data, dict):
-                request["form"] = {str(k): str(v) for k, v in data.items()}
+            if isinstance(data, (dict, list, tuple)):
+                request["form"] = _grouped(_pairs(data, "data"))
             elif isinstance(data, (bytes, bytearray)):
-                request["data"] = bytes(data).decode("utf-8")
+                try:
+                    request["data"] = bytes(data).decode("utf-8")
+                except UnicodeDecodeError:
+                    request["data_base64"] = _base64.b64encode(bytes(data)).decode("ascii")
             else:
                 request["data"] = str(data)
         if timeout is not None:
+            if isinstance(timeout, (tuple, list)):
+                # (connect, read): the call takes at most their sum.
+                timeout = sum(float(t) for t in timeout if t is not None)
             request["timeout"] = float(timeout)
+        if not allow_redirects:
+            request["allow_redirects"] = False
         return _wait(_host.start_http(_json_dumps(request)))
 
     def get(self, url, params=None, **kwargs):
@@ -798,6 +998,8 @@ class Requests:
         return self.request("PATCH", url, data=data, json=json, **kwargs)
 
     def head(self, url, **kwargs):
+        # requests does not follow redirects for HEAD unless asked.
+        kwargs.setdefault("allow_redirects", False)
         return self.request("HEAD", url, **kwargs)
 
     def options(self, url, **kwargs):
@@ -849,7 +1051,8 @@ class CallbackContext:
         self.variables[key] = value
 
     def remove_variable(self, key):
-        self.variables.pop(key, None)
+        """``del variables[key]``: a KeyError when it is not set, as ``del`` gives."""
+        del self.variables[key]
 
     def _complete_events(self):
         # Streamed chunks preview a later complete event; counting them would repeat text.
@@ -902,8 +1105,8 @@ def set_variable(key, value):
 
 
 def remove_variable(key):
-    """``del context.variables[key]`` (no error when the key is not set)."""
-    context.variables.pop(key, None)
+    """``del context.variables[key]``: a KeyError when it is not set, as ``del`` gives."""
+    del context.variables[key]
 
 
 tools = Tools()
@@ -911,14 +1114,17 @@ async_tools = AsyncTools()
 ces_requests = Requests()
 
 
-def tool(func=None, *, name=None, description=None, requires_approval=False, scopes=(), deduplicates=False):
+def tool(func=None, *, name=None, description=None, requires_approval=False, scopes=(), deduplicates=False, preview=None):
     """Declares a function of the file as a tool, and how the app treats it.
 
     ``@tool`` or ``@tool(requires_approval=True, scopes=["im:message"])``. ``requires_approval``
     makes every call wait for the user's approval (and lets the tool send writes through
     ``ces_requests``); ``scopes`` are the Feishu permissions it needs; ``deduplicates`` says the
-    service it writes to drops repeated idempotency keys. Without a decorator, the function named
-    like its file is the file's tool, needing no approval.
+    service it writes to drops repeated idempotency keys. ``preview`` is a function of the file
+    taking the tool's arguments and returning the approval card's one-line summary (a str), or
+    a dict with ``summary`` and ``fields`` ({label: value}); a function named
+    ``preview_<tool function>`` is found without being named here. Without a decorator, the
+    function named like its file is the file's tool.
     """
 
     def mark(f):
@@ -928,6 +1134,7 @@ def tool(func=None, *, name=None, description=None, requires_approval=False, sco
             "requires_approval": bool(requires_approval),
             "scopes": [str(s) for s in scopes],
             "deduplicates": bool(deduplicates),
+            "preview": getattr(preview, "__name__", preview),
         }
         return f
 

@@ -4,14 +4,18 @@
 //! [`agent::Callbacks`] entries (the engine's synchronous closures), they run in the engine's order
 //! and short-circuit as the seed says: a callback that returns a value ends its kind's list for
 //! that step. A callback that fails (an exception, the deadline, a return value that is not what
-//! its kind returns) is skipped — as if it had returned `None`, its variable changes dropped — and
-//! reported; the turn goes on.
+//! its kind returns) has its variable changes dropped and is reported. What happens next depends
+//! on its kind: a failing `before_*` callback is a guard that could not decide, so it blocks its
+//! step (the agent answers that the turn was stopped, the model is not called, the tool does not
+//! run) rather than letting it through unchecked; a failing `after_*` callback is skipped, as if
+//! it had returned `None`, and the step's own result stands.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use agent::{
-    CallbackContext, Content, LlmAgentBuilder, LlmRequest, LlmResponse, StateMap, Tool,
-    ToolContext, ToolReturn,
+    CallbackContext, Content, LlmAgentBuilder, LlmRequest, LlmResponse, Part, StateMap, Tool,
+    ToolContext, ToolOutcome, ToolResult, ToolReturn,
 };
 use serde_json::{Map, Value};
 
@@ -30,6 +34,8 @@ pub struct PythonCallback {
     sandbox: Sandbox,
     host: Arc<dyn Host>,
     reporter: Reporter,
+    /// What each of the agent's tools is for, by name: the `Tool.description` tool callbacks see.
+    descriptions: Arc<HashMap<String, String>>,
 }
 
 /// The extra inputs of each kind.
@@ -60,7 +66,15 @@ impl PythonCallback {
             sandbox,
             host,
             reporter,
+            descriptions: Arc::default(),
         }
+    }
+
+    /// Tells the callback what each tool is for (by name), for `Tool.description`.
+    #[must_use]
+    pub fn with_descriptions(mut self, descriptions: Arc<HashMap<String, String>>) -> Self {
+        self.descriptions = descriptions;
+        self
     }
 
     /// Every callback `module` defines, in [`CallbackKind::ALL`] order.
@@ -110,10 +124,9 @@ impl PythonCallback {
                 } => (
                     None,
                     None,
-                    // Only the name reaches a callback; descriptions live with the agent.
                     Some(Tool {
                         name: name.to_owned(),
-                        description: String::new(),
+                        description: self.descriptions.get(name).cloned().unwrap_or_default(),
                     }),
                     Some(args),
                     response,
@@ -146,11 +159,13 @@ impl PythonCallback {
             host: self.host.clone(),
             call: HostCall {
                 caller: format!("{}: {}", self.module.filename(), self.kind),
+                file: self.module.filename().to_owned(),
                 // Callbacks are not approved calls: they may read, never write.
                 writes_approved: false,
                 idempotency_key: None,
                 context: ctx.clone(),
             },
+            recorded: None,
         };
         let output = self.sandbox.run_blocking(request, env)?;
         let answer = Answer::read(&output)?;
@@ -186,8 +201,14 @@ impl PythonCallback {
             .map_err(|e| SandboxError::Protocol(format!("{} returned {e}", self.kind)))
     }
 
-    /// Runs `attempt`; a failure is reported and counts as "no value".
-    fn guarded<T>(&self, attempt: impl FnOnce() -> Result<Option<T>, SandboxError>) -> Option<T> {
+    /// Runs `attempt`; a failure is reported, and then either counts as "no value" (`after_*`
+    /// kinds) or becomes `blocked(what went wrong)` (`before_*` kinds: a guard that fails must
+    /// not let its step through unchecked).
+    fn guarded<T>(
+        &self,
+        attempt: impl FnOnce() -> Result<Option<T>, SandboxError>,
+        blocked: impl FnOnce(String) -> T,
+    ) -> Option<T> {
         match attempt() {
             Ok(value) => value,
             Err(error) => {
@@ -196,19 +217,49 @@ impl PythonCallback {
                     self.kind.function_name(),
                     &error,
                 ));
-                None
+                self.is_guard()
+                    .then(|| blocked(self.blocked_message(&error)))
             }
         }
     }
 
+    fn is_guard(&self) -> bool {
+        matches!(
+            self.kind,
+            CallbackKind::BeforeAgent | CallbackKind::BeforeModel | CallbackKind::BeforeTool
+        )
+    }
+
+    /// What the user (and, for a tool, the model) is told when a guard failed.
+    fn blocked_message(&self, error: &SandboxError) -> String {
+        let step = match self.kind {
+            CallbackKind::BeforeTool => "the tool was not run",
+            CallbackKind::BeforeModel => "the model was not called",
+            _ => "this turn was stopped",
+        };
+        format!(
+            "The Python {} in {} failed, so {step}. Fix the file (Settings → Assistant) and try again.\n{}",
+            self.kind,
+            self.module.filename(),
+            error.detail()
+        )
+    }
+
+    fn as_content(text: String) -> Content {
+        Content::model_text(text)
+    }
+
     /// `before_agent_callback` / `after_agent_callback`.
     pub fn run_agent(&self, ctx: &mut CallbackContext) -> Option<Content> {
-        self.guarded(|| {
-            let answer = self.call(ctx, Input::Agent)?;
-            let content = self.parse::<Content>(answer.value)?;
-            Self::apply(ctx, answer.state_delta);
-            Ok(content)
-        })
+        self.guarded(
+            || {
+                let answer = self.call(ctx, Input::Agent)?;
+                let content = self.parse::<Content>(answer.value)?;
+                Self::apply(ctx, answer.state_delta);
+                Ok(content)
+            },
+            Self::as_content,
+        )
     }
 
     /// `before_model_callback`: may edit `request`; a response replaces the model call.
@@ -217,19 +268,22 @@ impl PythonCallback {
         ctx: &mut CallbackContext,
         request: &mut LlmRequest,
     ) -> Option<LlmResponse> {
-        self.guarded(|| {
-            let answer = self.call(ctx, Input::BeforeModel(request))?;
-            let response = self.parse::<LlmResponse>(answer.value)?;
-            let edited = match answer.llm_request {
-                Some(edited) => self.parse::<LlmRequest>(edited)?,
-                None => None,
-            };
-            Self::apply(ctx, answer.state_delta);
-            if let Some(edited) = edited {
-                *request = edited;
-            }
-            Ok(response)
-        })
+        self.guarded(
+            || {
+                let answer = self.call(ctx, Input::BeforeModel(request))?;
+                let response = self.parse::<LlmResponse>(answer.value)?;
+                let edited = match answer.llm_request {
+                    Some(edited) => self.parse::<LlmRequest>(edited)?,
+                    None => None,
+                };
+                Self::apply(ctx, answer.state_delta);
+                if let Some(edited) = edited {
+                    *request = edited;
+                }
+                Ok(response)
+            },
+            |text| LlmResponse::from_parts(vec![Part::from_text(text)]),
+        )
     }
 
     /// `after_model_callback`: a response replaces what the model said.
@@ -238,12 +292,15 @@ impl PythonCallback {
         ctx: &mut CallbackContext,
         response: &LlmResponse,
     ) -> Option<LlmResponse> {
-        self.guarded(|| {
-            let answer = self.call(ctx, Input::AfterModel(response))?;
-            let replacement = self.parse::<LlmResponse>(answer.value)?;
-            Self::apply(ctx, answer.state_delta);
-            Ok(replacement)
-        })
+        self.guarded(
+            || {
+                let answer = self.call(ctx, Input::AfterModel(response))?;
+                let replacement = self.parse::<LlmResponse>(answer.value)?;
+                Self::apply(ctx, answer.state_delta);
+                Ok(replacement)
+            },
+            |text| LlmResponse::from_parts(vec![Part::from_text(text)]),
+        )
     }
 
     /// `before_tool_callback`: may edit `args`; a value replaces the tool's result.
@@ -253,23 +310,30 @@ impl PythonCallback {
         tool: &str,
         args: &mut Map<String, Value>,
     ) -> Option<ToolReturn> {
-        self.guarded(|| {
-            let call_id = ctx.function_call_id.clone();
-            let answer = self.call(
-                ctx,
-                Input::Tool {
-                    name: tool,
-                    args,
-                    response: None,
-                    function_call_id: &call_id,
-                },
-            )?;
-            Self::apply(ctx, answer.state_delta);
-            if let Some(edited) = answer.tool_args {
-                *args = edited;
-            }
-            Ok((!answer.value.is_null()).then(|| ToolReturn::from(answer.value)))
-        })
+        self.guarded(
+            || {
+                let call_id = ctx.function_call_id.clone();
+                let answer = self.call(
+                    ctx,
+                    Input::Tool {
+                        name: tool,
+                        args,
+                        response: None,
+                        function_call_id: &call_id,
+                    },
+                )?;
+                Self::apply(ctx, answer.state_delta);
+                if let Some(edited) = answer.tool_args {
+                    *args = edited;
+                }
+                Ok(self.tool_value(answer.value))
+            },
+            |text| {
+                ToolResult::new(ToolOutcome::Blocked)
+                    .with_content(text)
+                    .into()
+            },
+        )
     }
 
     /// `after_tool_callback`: a value replaces the tool's result.
@@ -280,31 +344,47 @@ impl PythonCallback {
         args: &Map<String, Value>,
         result: &ToolReturn,
     ) -> Option<ToolReturn> {
-        self.guarded(|| {
-            let call_id = ctx.function_call_id.clone();
-            let response = match result {
-                ToolReturn::Nothing => Value::Null,
-                ToolReturn::Value(value) => value.clone(),
-                ToolReturn::Result(result) => serde_json::to_value(result)
-                    .map_err(|e| SandboxError::Protocol(e.to_string()))?,
-            };
-            let answer = self.call(
-                ctx,
-                Input::Tool {
-                    name: tool,
-                    args,
-                    response: Some(response),
-                    function_call_id: &call_id,
-                },
-            )?;
-            Self::apply(ctx, answer.state_delta);
-            Ok((!answer.value.is_null()).then(|| ToolReturn::from(answer.value)))
-        })
+        self.guarded(
+            || {
+                let call_id = ctx.function_call_id.clone();
+                let response = match result {
+                    ToolReturn::Nothing => Value::Null,
+                    ToolReturn::Value(value) => value.clone(),
+                    ToolReturn::Result(result) => serde_json::to_value(result)
+                        .map_err(|e| SandboxError::Protocol(e.to_string()))?,
+                };
+                let answer = self.call(
+                    ctx,
+                    Input::Tool {
+                        name: tool,
+                        args,
+                        response: Some(response),
+                        function_call_id: &call_id,
+                    },
+                )?;
+                Self::apply(ctx, answer.state_delta);
+                Ok(self.tool_value(answer.value))
+            },
+            ToolReturn::from,
+        )
     }
 
-    /// Adds this callback to an agent, after the callbacks of its kind already there.
+    /// A tool callback's value as the tool's result, cut to the size limit as a tool's is.
+    fn tool_value(&self, value: Value) -> Option<ToolReturn> {
+        if value.is_null() {
+            return None;
+        }
+        let (value, _) = crate::tool::cap_value(value, self.sandbox.limits().value_bytes);
+        Some(ToolReturn::from(value))
+    }
+
+    /// Adds this callback to an agent, after the callbacks of its kind already there. Tool
+    /// callbacks learn the descriptions of the tools the builder has so far, unless told them.
     pub fn add_to(self, builder: LlmAgentBuilder) -> LlmAgentBuilder {
-        let cb = self;
+        let mut cb = self;
+        if cb.descriptions.is_empty() {
+            cb.descriptions = Arc::new(descriptions_of(&builder));
+        }
         match cb.kind {
             CallbackKind::BeforeAgent => builder.before_agent(move |ctx| cb.run_agent(ctx)),
             CallbackKind::AfterAgent => builder.after_agent(move |ctx| cb.run_agent(ctx)),
@@ -322,4 +402,12 @@ impl PythonCallback {
             }),
         }
     }
+}
+
+/// What each tool of `builder` is for, by name.
+pub(crate) fn descriptions_of(builder: &LlmAgentBuilder) -> HashMap<String, String> {
+    builder
+        .tools()
+        .map(|t| (t.name().to_owned(), t.description().to_owned()))
+        .collect()
 }

@@ -78,6 +78,22 @@ pub enum SandboxError {
     /// The sandbox is shutting down.
     #[error("the Python sandbox is shut down")]
     ShutDown,
+    /// A call through `tools.NAME` nested deeper than the sandbox allows (a tool calling itself).
+    #[error(
+        "the Python call was refused: tools called through tools.NAME may nest only {limit} deep (does a tool call itself?)"
+    )]
+    TooDeep {
+        /// How deep calls may nest under the engine's.
+        limit: u32,
+    },
+    /// Every instance slot is taken; nested calls leave some free for the engine's own calls.
+    #[error("the Python call was refused: {running} Python calls are running already{}", if *.nested { " (calls made through tools.NAME may not take the last slots)" } else { "" })]
+    Busy {
+        /// How many were running.
+        running: u32,
+        /// Whether the refused call was a nested one.
+        nested: bool,
+    },
 }
 
 /// A Python exception names its file already; other failures need it said.
@@ -86,6 +102,22 @@ fn python_load_message(file: &str, error: &SandboxError) -> String {
         SandboxError::Python(_) => error.to_string(),
         other => format!("{file}: {other}"),
     }
+}
+
+fn nothing_declared_message(file: &str, functions: &[String]) -> String {
+    let stem = file.strip_suffix(".py").unwrap_or(file);
+    let mut message = format!(
+        "{file} declares no tools or callbacks: a tool is the function named like the file \
+         (def {stem}(...)) or a function marked @tool; callbacks are named \
+         before_model_callback, after_tool_callback and so on"
+    );
+    if !functions.is_empty() {
+        message.push_str(&format!(
+            ". It defines {}: put @tool on the line above each one the assistant should call",
+            functions.join(", ")
+        ));
+    }
+    message
 }
 
 fn deadline_message(limit: Duration, during: Option<&str>) -> String {
@@ -166,6 +198,14 @@ pub enum LoadError {
         tool: String,
         /// The file that defined it first.
         first: String,
+    },
+    /// The file loads but declares no tool and no callback, so it adds nothing to the agent.
+    #[error("{}", nothing_declared_message(.file, .functions))]
+    NothingDeclared {
+        /// The file name.
+        file: String,
+        /// Its plain functions, any of which the user may have meant as a tool.
+        functions: Vec<String>,
     },
     /// The folder cannot be listed.
     #[error("cannot list {path}: {source}")]

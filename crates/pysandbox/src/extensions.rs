@@ -86,6 +86,13 @@ impl PythonExtensions {
                     continue;
                 }
             };
+            if module.tools().is_empty() && module.callbacks().is_empty() {
+                loaded.errors.push(LoadError::NothingDeclared {
+                    file,
+                    functions: module.functions().to_vec(),
+                });
+                continue;
+            }
             let mut seen: HashMap<&str, &str> = HashMap::new();
             let duplicate = module.tools().iter().find_map(|t| {
                 let first = owners
@@ -118,8 +125,12 @@ impl PythonExtensions {
             let tool: Arc<dyn AgentTool> = tool.clone();
             builder = builder.shared_tool(tool);
         }
+        let descriptions = Arc::new(crate::callbacks::descriptions_of(&builder));
         for callback in &self.callbacks {
-            builder = callback.clone().add_to(builder);
+            builder = callback
+                .clone()
+                .with_descriptions(descriptions.clone())
+                .add_to(builder);
         }
         builder
     }

@@ -27,7 +27,8 @@ pub struct HttpRequest {
     pub method: HttpMethod,
     /// The URL, without `params`.
     pub url: String,
-    /// Query parameters to add to the URL.
+    /// Query parameters to add to the URL: each value a string, or a list of strings for a key
+    /// that repeats (`params={"tag": ["a", "b"]}` is `?tag=a&tag=b`).
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub params: Map<String, Value>,
     /// Request headers.
@@ -39,12 +40,27 @@ pub struct HttpRequest {
     /// A text body (`data="..."`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<String>,
-    /// A form body (`data={...}`).
+    /// A form body (`data={...}`): values as in `params`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub form: Option<Map<String, Value>>,
+    /// A body of bytes that are not UTF-8 text (`data=b"..."`), base64-encoded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_base64: Option<String>,
+    /// `allow_redirects=False`: answer a redirect rather than follow it.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub allow_redirects: bool,
     /// The caller's timeout in seconds (the sandbox's deadline applies regardless).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<f64>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if passes a reference
+fn is_true(value: &bool) -> bool {
+    *value
 }
 
 /// Who is calling the host, and what they may do.
@@ -52,6 +68,8 @@ pub struct HttpRequest {
 pub struct HostCall {
     /// `tool NAME` or the callback kind, with the file: for logs and audit.
     pub caller: String,
+    /// The file the calling code is in (what the user allowed hosts for).
+    pub file: String,
     /// Whether writes may be sent: true only inside a Python tool declared `requires_approval`,
     /// which the engine dispatches only after the user approved the call.
     pub writes_approved: bool,

@@ -15,10 +15,13 @@
 //!   variable changes become the response event's `state_delta`; an exception answers `FAILED`
 //!   with the traceback;
 //! - a [`PythonCallback`] becomes an [`agent::Callbacks`] entry, run in the engine's order; one
-//!   that fails is skipped and reported;
+//!   that fails is reported, and a failing `before_*` callback blocks its step (it is a guard:
+//!   failing open would let through what it was written to stop) while a failing `after_*` one
+//!   is skipped;
 //! - what the code may reach outside — the agent's tools, HTTP — is the app's [`Host`]; writes
-//!   pass only for a tool declared `requires_approval` (which the engine runs only once the user
-//!   approved the call);
+//!   pass only for a tool that needs approval (declared `requires_approval`, or in a file that
+//!   may send HTTP writes), which the engine runs only once the user approved the call; the
+//!   approval card shows the writes a dry run would send and the file's own preview words;
 //! - [`PythonExtensions::load_dir`] loads a folder of `.py` files; a file that does not load is
 //!   reported with its traceback and line, and the rest load regardless.
 //!
@@ -35,12 +38,17 @@
 //!   the file's tool; other functions are helpers. More tools per file, or a tool that needs more
 //!   than the defaults, are declared with the `tool` decorator: `@tool(requires_approval=True,
 //!   scopes=["im:message"], deduplicates=False, name=..., description=...)`. `requires_approval`
-//!   makes the engine hold every call for the user's approval, and is what lets the tool write
-//!   (`ces_requests.post/put/patch/delete`, tools that need approval); `scopes` are the Feishu
-//!   permissions it needs. The model sees the docstring's summary as the description and a JSON
-//!   Schema built from the signature: `str`, `int`, `float`, `bool`, `list`/`list[T]`, `dict`,
-//!   `Optional[T]`, `Literal[...]`; a parameter with a default is optional; `Args:` lines of the
-//!   docstring describe the parameters. A parameter named `tool_context` (or typed `ToolContext`)
+//!   makes the engine hold every call for the user's approval; a file that names
+//!   `ces_requests.post/put/patch/delete/request` anywhere gets the same for all its tools, since
+//!   they may write. `scopes` are the Feishu permissions it needs. A function
+//!   `preview_<tool function>(same arguments)` (or `@tool(preview=fn)`) words the approval card:
+//!   a one-line summary, or `{"summary": ..., "fields": {label: value}}`. A file that declares no
+//!   tool and no callback is reported as such, with its plain functions named. The model sees the
+//!   docstring's summary as the description and a JSON Schema built from the signature: `str`,
+//!   `int`, `float`, `bool`, `list[T]`, `set[T]`, `tuple[...]`, `dict[str, T]`, `Optional[T]` and
+//!   `T | None` (which admit `null`, as does any parameter whose default is `None`),
+//!   `Literal[...]`; a parameter with a default is optional and carries it as `default`; `Args:`
+//!   lines of the docstring describe the parameters. A parameter named `tool_context` (or typed `ToolContext`)
 //!   receives the context instead of an argument. The return value (any JSON-like value, or the
 //!   seed's classes) goes to the model.
 //! - **Callbacks.** Functions named `before_agent_callback(callback_context)`,
@@ -49,19 +57,28 @@
 //!   `before_tool_callback(tool, input, callback_context)` and `after_tool_callback(tool, input,
 //!   callback_context, tool_response)`. Returning `None` lets the turn go on; returning a value
 //!   short-circuits (content for the agent kinds, an `LlmResponse` for the model kinds, a dict
-//!   for the tool kinds). Callbacks only read: they can never send a write.
+//!   for the tool kinds); editing `llm_response` or `tool_response` in place and returning `None`
+//!   keeps the edit, as does editing `llm_request` or the tool's `input`. Tool callbacks get the
+//!   tool's name and description. Callbacks only read: they can never send a write.
 //! - **State.** `context.variables` (the same dict as `context.state`), `get_variable`,
 //!   `set_variable` and `remove_variable`; changes become the event's `state_delta`, and are
-//!   dropped when the code fails. `_session` holds `modality` and `channel`.
-//! - **Imports.** Only these standard modules: `abc array base64 binascii bisect calendar cmath
-//!   collections contextlib copy csv dataclasses datetime decimal difflib enum fractions
-//!   functools hashlib heapq hmac html io itertools json math numbers operator pprint random re
-//!   statistics string struct textwrap time traceback types typing unicodedata urllib.parse
-//!   uuid`, and `ces_public` (the runtime itself). There are no files, no network (HTTP goes
-//!   through `ces_requests`, which the app answers) and no environment variables.
-//! - **Limits.** Each call has a deadline (5 s by default), a memory cap (256 MiB) and a bound on
-//!   printed output (64 KiB); `time.sleep` past the deadline stops the call at once. Printed
-//!   output and failures are reported to the app ([`Reporter`]).
+//!   dropped when the code fails; `remove_variable` of a missing key is a `KeyError`, as `del`
+//!   is. `_session` (in the variables, and as a global) holds `modality` and `channel`.
+//! - **Imports.** Only these standard modules: `__future__ abc array asyncio base64 binascii
+//!   bisect calendar cmath collections contextlib copy csv dataclasses datetime decimal difflib
+//!   enum fractions functools hashlib heapq hmac html io itertools json logging math numbers
+//!   operator pprint random re statistics string struct textwrap time traceback types typing
+//!   unicodedata urllib.parse uuid zoneinfo` (with the IANA time zones built in), the read-only
+//!   parts of `sys`, and `ces_public` (the runtime itself). Anything else is refused with the
+//!   reason. There are no files, no network (HTTP goes through `ces_requests`, which the app
+//!   answers and which takes `requests`' arguments) and no environment variables.
+//! - **Values.** What crosses to the app is JSON: NaN, infinities, integers past 64 bits, lone
+//!   surrogates and nesting past 100 levels are the code's error, reported at its `return` line.
+//! - **Limits.** Each call has a deadline (5 s by default), a memory cap (256 MiB), a bound on
+//!   printed output (64 KiB) and on the return value (256 KiB of JSON; past it the value is cut
+//!   and says so); `time.sleep` past the deadline stops the call at once. Calls through
+//!   `tools.NAME` nest at most [`MAX_NESTING`] deep and may not take the instance slots kept for
+//!   the engine's own calls. Printed output and failures are reported to the app ([`Reporter`]).
 
 pub mod cache;
 mod callbacks;
@@ -83,5 +100,5 @@ pub use host::{Host, HostCall, HttpRequest, NoHost, ToolsHost};
 pub use module::{CallbackKind, PythonModule, UnknownCallback};
 pub use protocol::ToolSpec;
 pub use report::{Report, Reporter};
-pub use runtime::{Limits, RunOutput, Sandbox, SandboxConfig};
+pub use runtime::{Limits, MAX_NESTING, RunOutput, Sandbox, SandboxConfig};
 pub use tool::{PythonTool, ToolRun};

@@ -90,6 +90,7 @@ pub struct PythonModule {
     code: Option<Arc<str>>,
     tools: Vec<ToolSpec>,
     callbacks: Vec<CallbackKind>,
+    functions: Vec<String>,
 }
 
 impl PythonModule {
@@ -120,6 +121,7 @@ impl PythonModule {
             code: description.code.map(Into::into),
             tools: description.tools,
             callbacks,
+            functions: description.functions,
         })
     }
 
@@ -147,6 +149,11 @@ impl PythonModule {
     pub fn callbacks(&self) -> &[CallbackKind] {
         &self.callbacks
     }
+
+    /// Its other top-level functions: neither tools nor callbacks.
+    pub fn functions(&self) -> &[String] {
+        &self.functions
+    }
 }
 
 /// Describing a file reaches nothing: no tools, no network, no session.
@@ -155,9 +162,11 @@ fn describe_env() -> CallEnv {
         host: Arc::new(NoHost),
         call: HostCall {
             caller: "loading".to_owned(),
+            file: String::new(),
             writes_approved: false,
             idempotency_key: None,
             context: CallbackContext::new("", "", "", StateMap::new(), Arc::default()),
         },
+        recorded: None,
     }
 }

@@ -132,6 +132,21 @@ pub struct ToolSpec {
     /// Whether the service it writes to deduplicates by idempotency key.
     #[serde(default)]
     pub deduplicates: bool,
+    /// Whether its file may send HTTP writes (it names `ces_requests` and a writing method):
+    /// then every call waits for approval, as if declared `requires_approval`.
+    #[serde(default)]
+    pub may_write: bool,
+    /// The function of the file that words its approval card (`preview=` or
+    /// `preview_<function>`).
+    #[serde(default)]
+    pub preview: Option<String>,
+}
+
+impl ToolSpec {
+    /// Whether each call waits for the user's approval: declared so, or its file may write.
+    pub fn needs_approval(&self) -> bool {
+        self.requires_approval || self.may_write
+    }
 }
 
 /// What a file declares.
@@ -141,6 +156,9 @@ pub(crate) struct Description {
     pub(crate) tools: Vec<ToolSpec>,
     #[serde(default)]
     pub(crate) callbacks: Vec<String>,
+    /// The file's other functions (helpers, or tools not marked as such).
+    #[serde(default)]
+    pub(crate) functions: Vec<String>,
     /// The file's bytecode (marshalled, base64), so calls need not compile the source again.
     #[serde(default)]
     pub(crate) code: Option<String>,

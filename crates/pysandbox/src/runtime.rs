@@ -15,6 +15,7 @@
 //! - **output**: stdout and stderr are kept up to a bound and the rest dropped.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -45,6 +46,26 @@ mod bindings {
 
 use bindings::SandboxPre;
 
+tokio::task_local! {
+    /// How deep the running Python call is nested: 0 for a call the engine made, 1 for a tool
+    /// that call reached through `tools.NAME`, and so on. Set on the tasks that serve a call's
+    /// `tools.NAME`, so that a call made from there knows its depth.
+    static DEPTH: u32;
+}
+
+/// How many Python calls may be nested through `tools.NAME` under the one the engine made: a
+/// tool calling itself stops here, with a clear error, rather than taking every instance.
+pub const MAX_NESTING: u32 = 3;
+
+/// Instance slots nested calls may not take: they stay free for the engine's own calls (other
+/// tools, and the callbacks that guard each step), whatever a runaway tool does.
+const RESERVED_SLOTS: u32 = 8;
+
+/// The depth of a Python call started from the current task.
+fn current_depth() -> u32 {
+    DEPTH.try_with(|d| *d).unwrap_or(0)
+}
+
 /// How often the epoch advances: the granularity of the deadline, and how often running Python
 /// code yields to the other tasks of its worker thread.
 const TICK: Duration = Duration::from_millis(10);
@@ -67,6 +88,9 @@ pub struct Limits {
     pub memory_bytes: usize,
     /// How much of stdout, and of stderr, is kept.
     pub output_bytes: usize,
+    /// How large a return value may be, as JSON: past it the value is cut to this size and says
+    /// so, as printed output is (a tool's answer goes to the model whole otherwise).
+    pub value_bytes: usize,
 }
 
 impl Default for Limits {
@@ -75,6 +99,7 @@ impl Default for Limits {
             deadline: Duration::from_secs(5),
             memory_bytes: 256 * 1024 * 1024,
             output_bytes: 64 * 1024,
+            value_bytes: 256 * 1024,
         }
     }
 }
@@ -128,6 +153,7 @@ pub(crate) struct HostState {
     pending: HashMap<u32, (String, Pending)>,
     next_handle: u32,
     requests: u32,
+    depth: u32,
 }
 
 /// What a call may reach: the host, and as whom (with the session it sees).
@@ -135,6 +161,9 @@ pub(crate) struct HostState {
 pub(crate) struct CallEnv {
     pub(crate) host: Arc<dyn Host>,
     pub(crate) call: HostCall,
+    /// A dry run for an approval card: HTTP writes are recorded here and answered without
+    /// being sent.
+    pub(crate) recorded: Option<Arc<std::sync::Mutex<Vec<HttpRequest>>>>,
 }
 
 enum Pending {
@@ -272,7 +301,12 @@ impl bindings::companion::pysandbox::host::Host for HostState {
             return Ok(self.push(what, too_many_requests()));
         };
         let host = self.env.host.clone();
-        let task = tokio::spawn(async move { host.call_tool(&name, args, &call).await });
+        let depth = self.depth + 1;
+        let task =
+            tokio::spawn(DEPTH.scope(
+                depth,
+                async move { host.call_tool(&name, args, &call).await },
+            ));
         Ok(self.push(what, Pending::Task(task)))
     }
 
@@ -291,6 +325,20 @@ impl bindings::companion::pysandbox::host::Host for HostState {
             request.method.as_str().to_lowercase(),
             request.url
         );
+        if let Some(recorded) = self
+            .env
+            .recorded
+            .as_ref()
+            .filter(|_| request.method.is_write())
+        {
+            recorded
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(request);
+            let answer = ExternalResponse::new(200, "{}")
+                .with_reason("not sent: a dry run for the approval card");
+            return Ok(self.push(what, Pending::Ready(answer)));
+        }
         if request.method.is_write() && !self.env.call.writes_approved {
             // The gate: an unapproved write never reaches the host.
             tracing::info!(caller = %self.env.call.caller, request = %what, "refused a write from Python");
@@ -360,6 +408,8 @@ pub struct Sandbox {
 }
 
 struct Shared {
+    /// Python calls running now, nested ones included.
+    active: AtomicU32,
     engine: Engine,
     pre: SandboxPre<HostState>,
     limits: Limits,
@@ -494,6 +544,7 @@ impl Sandbox {
         start_ticker(&engine)?;
         Ok(Sandbox {
             shared: Arc::new(Shared {
+                active: AtomicU32::new(0),
                 engine,
                 pre,
                 limits: config.limits,
@@ -520,19 +571,23 @@ impl Sandbox {
         request: String,
         env: CallEnv,
     ) -> Result<RunOutput, SandboxError> {
+        let depth = current_depth();
         if tokio::runtime::Handle::try_current().is_ok() {
-            return run(&self.shared, request, env).await;
+            return run(&self.shared, request, env, depth).await;
         }
         let shared = self.shared.clone();
         let workers = workers().map_err(|_| SandboxError::ShutDown)?;
         workers
-            .spawn(async move { run(&shared, request, env).await })
+            .spawn(async move { run(&shared, request, env, depth).await })
             .await
             .map_err(|e| SandboxError::Trap(format!("the call's task failed: {e}")))?
     }
 
-    /// [`Sandbox::run`] for synchronous callers (the engine's callbacks): blocks this thread
-    /// until the call is done, which its deadline bounds.
+    /// [`Sandbox::run`] for synchronous callers (the engine's callbacks): the call runs on the
+    /// sandbox's own worker threads, and this thread waits for it, which the deadline bounds.
+    /// Called from a worker of a multi-threaded tokio runtime (the app's), the wait first hands
+    /// that worker's other tasks to another thread (`block_in_place`), so a callback never holds
+    /// up the rest of the engine's work — other conversations, streaming, timers — while it runs.
     pub(crate) fn run_blocking(
         &self,
         request: String,
@@ -543,13 +598,56 @@ impl Sandbox {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         workers.spawn(async move {
             // The receiver only goes away if the caller did, and then nobody needs the answer.
-            let _ = tx.send(run(&shared, request, env).await);
+            let _ = tx.send(run(&shared, request, env, 0).await);
         });
-        rx.recv().map_err(|_| SandboxError::ShutDown)?
+        let wait = || rx.recv().map_err(|_| SandboxError::ShutDown);
+        let on_multi_thread_worker = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        if on_multi_thread_worker {
+            tokio::task::block_in_place(wait)?
+        } else {
+            wait()?
+        }
     }
 }
 
-async fn run(shared: &Shared, request: String, env: CallEnv) -> Result<RunOutput, SandboxError> {
+/// Holds one of the pool's instance slots for a call.
+struct Slot<'a>(&'a AtomicU32);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Takes a slot for a call at `depth`, or says why there is none.
+fn take_slot(active: &AtomicU32, depth: u32) -> Result<Slot<'_>, SandboxError> {
+    if depth > MAX_NESTING {
+        return Err(SandboxError::TooDeep { limit: MAX_NESTING });
+    }
+    let usable = if depth == 0 {
+        POOL_SLOTS
+    } else {
+        POOL_SLOTS - RESERVED_SLOTS
+    };
+    let before = active.fetch_add(1, Ordering::AcqRel);
+    let slot = Slot(active);
+    if before >= usable {
+        return Err(SandboxError::Busy {
+            running: before,
+            nested: depth > 0,
+        });
+    }
+    Ok(slot)
+}
+
+async fn run(
+    shared: &Shared,
+    request: String,
+    env: CallEnv,
+    depth: u32,
+) -> Result<RunOutput, SandboxError> {
+    let _slot = take_slot(&shared.active, depth)?;
     let started = Instant::now();
     let limits = shared.limits;
     let deadline = started + limits.deadline;
@@ -582,6 +680,7 @@ async fn run(shared: &Shared, request: String, env: CallEnv) -> Result<RunOutput
         pending: HashMap::new(),
         next_handle: 0,
         requests: 0,
+        depth,
     };
     let mut store = Store::new(&shared.engine, state);
     store.limiter(|state| &mut state.limiter);

@@ -2,15 +2,18 @@
 //! name, description and JSON Schema read from the function's signature and docstring, and the
 //! approval flag and scopes from its `@tool(...)` declaration.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use agent::{AgentTool, EventActions, ToolContext, ToolOutcome, ToolResult, ToolReturn};
+use agent::{
+    AgentTool, EventActions, Localized, Preview, PreviewField, Risk, ToolContext, ToolOutcome,
+    ToolResult, ToolReturn,
+};
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 use crate::error::SandboxError;
-use crate::host::{Host, HostCall};
+use crate::host::{Host, HostCall, HttpRequest};
 use crate::module::PythonModule;
 use crate::protocol::{Answer, Call, ContextWire, ToolSpec};
 use crate::report::{Report, Reporter};
@@ -102,13 +105,26 @@ impl PythonTool {
         args: Map<String, Value>,
         ctx: &mut ToolContext,
     ) -> Result<ToolRun, SandboxError> {
+        let function = self.spec.function.clone();
+        self.call("tool", &function, args, ctx, None).await
+    }
+
+    /// Runs `function` of the file as `kind` (`tool` or `preview`) with `args`.
+    async fn call(
+        &self,
+        kind: &str,
+        function: &str,
+        args: Map<String, Value>,
+        ctx: &mut ToolContext,
+        recorded: Option<Arc<Mutex<Vec<HttpRequest>>>>,
+    ) -> Result<ToolRun, SandboxError> {
         let request = encode(&Call {
             op: "call",
-            kind: "tool",
+            kind,
             filename: self.module.filename(),
             source: self.module.source(),
             code: self.module.code(),
-            function: &self.spec.function,
+            function,
             context: ContextWire {
                 invocation_id: &ctx.invocation_id,
                 agent_name: &ctx.agent_name,
@@ -128,24 +144,39 @@ impl PythonTool {
             host: self.host.clone(),
             call: HostCall {
                 caller: format!("{}: tool {}", self.module.filename(), self.spec.name),
-                writes_approved: self.spec.requires_approval,
+                file: self.module.filename().to_owned(),
+                // The engine runs a tool needing approval only once the user approved the
+                // call (or a rule of theirs did); a preview never writes.
+                writes_approved: kind == "tool" && self.spec.needs_approval(),
                 idempotency_key: Some(ctx.idempotency_key.clone()),
                 context: agent::CallbackContext::clone(ctx),
             },
+            recorded,
         };
         let output = self.sandbox.run(request, env).await?;
-        let answer = Answer::read(&output)?;
-        for (key, value) in answer.state_delta {
-            ctx.set_variable(key, value);
+        let mut answer = Answer::read(&output)?;
+        let limit = self.sandbox.limits().value_bytes;
+        let mut cut_note = None;
+        if output.answer.len() > limit {
+            let (value, cut) = cap_value(std::mem::take(&mut answer.value), limit);
+            answer.value = value;
+            cut_note = cut.map(|size| {
+                format!("the return value was {size} bytes as JSON and was cut to {limit}")
+            });
         }
-        if let Some(actions) = answer.actions {
-            merge_actions(&mut ctx.actions, actions);
+        if kind == "tool" {
+            for (key, value) in answer.state_delta {
+                ctx.set_variable(key, value);
+            }
+            if let Some(actions) = answer.actions {
+                merge_actions(&mut ctx.actions, actions);
+            }
         }
-        if !output.stdout.is_empty() || !output.stderr.is_empty() {
+        if !output.stdout.is_empty() || !output.stderr.is_empty() || cut_note.is_some() {
             self.reporter.report(Report {
                 file: self.module.filename().to_owned(),
-                function: format!("tool {}", self.spec.name),
-                error: None,
+                function: format!("{kind} {}", self.spec.name),
+                error: cut_note,
                 line: None,
                 stdout: output.stdout.clone(),
                 stderr: output.stderr.clone(),
@@ -158,6 +189,199 @@ impl PythonTool {
             elapsed: output.elapsed,
         })
     }
+
+    /// The approval card's words for a call: the file's preview function's summary and fields
+    /// when it has one, and the HTTP writes a dry run of the tool would send (method, URL, body)
+    /// when its file may write. A preview sees no session state and sends nothing.
+    pub async fn preview_call(&self, args: &Map<String, Value>) -> Option<Preview> {
+        let empty = || {
+            ToolContext::new(
+                agent::CallbackContext::new("", "", "", agent::StateMap::new(), Arc::default()),
+                "preview",
+            )
+        };
+        let mut summary = None;
+        let mut fields = Vec::new();
+        if let Some(function) = &self.spec.preview {
+            match self
+                .call("preview", function, args.clone(), &mut empty(), None)
+                .await
+            {
+                Ok(run) => {
+                    let (text, more) = preview_words(run.value);
+                    summary = text;
+                    fields.extend(more);
+                }
+                Err(error) => self.reporter.report(Report::failure(
+                    self.module.filename(),
+                    &format!("preview {}", self.spec.name),
+                    &error,
+                )),
+            }
+        }
+        let mut writes = Vec::new();
+        if self.spec.may_write {
+            let recorded = Arc::new(Mutex::new(Vec::new()));
+            let function = self.spec.function.clone();
+            // The dry run's own result does not matter (its writes were answered with a
+            // stand-in); only what it would have sent does.
+            let _ = self
+                .call(
+                    "tool",
+                    &function,
+                    args.clone(),
+                    &mut empty(),
+                    Some(recorded.clone()),
+                )
+                .await;
+            writes = std::mem::take(&mut *recorded.lock().unwrap_or_else(PoisonError::into_inner));
+        }
+        for request in &writes {
+            fields.push(PreviewField {
+                label: Localized::new(
+                    format!("{} 请求", request.method),
+                    format!("{} request", request.method),
+                ),
+                value: http_words(request),
+            });
+        }
+        fields.push(PreviewField {
+            label: Localized::new("Python 代码", "Python code"),
+            value: format!("{} · def {}", self.module.filename(), self.spec.function),
+        });
+        let summary = summary.map(|s| Localized::new(s.clone(), s)).unwrap_or_else(|| {
+            let (file, name, n) = (self.module.filename(), &self.spec.name, writes.len());
+            if n == 0 {
+                Localized::new(
+                    format!("运行 Python 工具 {name}（{file}）"),
+                    format!("Run the Python tool {name} ({file})"),
+                )
+            } else {
+                Localized::new(
+                    format!("运行 Python 工具 {name}（{file}），它将发送 {n} 个写请求"),
+                    format!(
+                        "Run the Python tool {name} ({file}), which will send {n} write request{}",
+                        if n == 1 { "" } else { "s" }
+                    ),
+                )
+            }
+        });
+        Some(Preview {
+            summary,
+            risk: Risk::Normal,
+            fields,
+            changes: Vec::new(),
+        })
+    }
+}
+
+/// A preview function's value: a summary string, or `{"summary": ..., "fields": {label: value}}`.
+fn preview_words(value: Value) -> (Option<String>, Vec<PreviewField>) {
+    match value {
+        Value::String(text) => (Some(text), Vec::new()),
+        Value::Object(mut map) => {
+            let summary = map
+                .remove("summary")
+                .and_then(|s| s.as_str().map(str::to_owned));
+            let fields = match map.remove("fields") {
+                Some(Value::Object(fields)) => fields
+                    .into_iter()
+                    .map(|(label, value)| PreviewField {
+                        label: Localized::new(label.clone(), label),
+                        value: match value {
+                            Value::String(s) => s,
+                            other => other.to_string(),
+                        },
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            (summary, fields)
+        }
+        Value::Null => (None, Vec::new()),
+        other => (Some(other.to_string()), Vec::new()),
+    }
+}
+
+/// How much of a request body a card shows.
+const CARD_BODY_CHARS: usize = 2_000;
+
+/// A request as a person reads it: the URL with its query, then the body, pretty-printed.
+fn http_words(request: &HttpRequest) -> String {
+    let mut url = request.url.clone();
+    let mut query = Vec::new();
+    for (key, value) in &request.params {
+        match value {
+            Value::Array(values) => query.extend(values.iter().map(|v| (key, text_of(v)))),
+            other => query.push((key, text_of(other))),
+        }
+    }
+    if !query.is_empty() {
+        url.push(if url.contains('?') { '&' } else { '?' });
+        let pairs: Vec<String> = query.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        url.push_str(&pairs.join("&"));
+    }
+    let body = if let Some(json) = &request.json {
+        serde_json::to_string_pretty(json).unwrap_or_default()
+    } else if let Some(form) = &request.form {
+        form.iter()
+            .map(|(k, v)| format!("{k}={}", text_of(v)))
+            .collect::<Vec<_>>()
+            .join("\n")
+    } else if let Some(data) = &request.data {
+        data.clone()
+    } else if let Some(bytes) = &request.data_base64 {
+        format!("({} bytes of binary data)", bytes.len() / 4 * 3)
+    } else {
+        String::new()
+    };
+    if body.is_empty() {
+        return url;
+    }
+    let mut shown: String = body.chars().take(CARD_BODY_CHARS).collect();
+    if shown.len() < body.len() {
+        shown.push('…');
+    }
+    format!("{url}\n{shown}")
+}
+
+fn text_of(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Cuts a return value whose JSON is longer than `limit` bytes to a string of that many bytes
+/// that says it was cut, as printed output is; returns the original size when it cut.
+pub(crate) fn cap_value(value: Value, limit: usize) -> (Value, Option<usize>) {
+    let text = match value {
+        Value::String(text) => {
+            // The JSON of a string is at least its length; measure it only when it may be over.
+            if text.len() + 2 <= limit {
+                return (Value::String(text), None);
+            }
+            text
+        }
+        other => {
+            let text = other.to_string();
+            if text.len() <= limit {
+                return (other, None);
+            }
+            text
+        }
+    };
+    let size = text.len();
+    let mut end = limit.min(size);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let kept = format!(
+        "{}\n[cut: the value was {size} bytes; only the first {end} are kept, the limit of what a \
+         Python tool or callback returns]",
+        &text[..end]
+    );
+    (Value::String(kept), Some(size))
 }
 
 /// Adds what Python asked for to the actions the engine will put on the response event.
@@ -188,7 +412,22 @@ impl AgentTool for PythonTool {
     }
 
     fn requires_approval(&self, _args: &Map<String, Value>) -> bool {
-        self.spec.requires_approval
+        self.spec.needs_approval()
+    }
+
+    fn source(&self) -> Option<Value> {
+        Some(serde_json::json!({
+            "python_file": self.module.filename(),
+            "function": self.spec.function,
+        }))
+    }
+
+    async fn preview(&self, args: &Map<String, Value>) -> Option<Preview> {
+        if self.spec.needs_approval() {
+            self.preview_call(args).await
+        } else {
+            None
+        }
     }
 
     fn scopes(&self) -> Vec<String> {

@@ -255,7 +255,9 @@ impl Host for RecordingHost {
 async fn a_write_waits_for_approval_and_an_unapproved_one_does_nothing() {
     let notify = r#"
 def notify(text: str) -> dict:
-    response = ces_requests.post('https://hooks.test/notify', json={'text': text})
+    # Reached by a name the file never spells out, so the tool does not need approval.
+    send = getattr(ces_requests, 'po' + 'st')
+    response = send('https://hooks.test/notify', json={'text': text})
     return {'status': response.status_code, 'reason': response.reason}
 "#;
     let host = Arc::new(RecordingHost::default());
@@ -273,7 +275,8 @@ def notify(text: str) -> dict:
     .await;
     assert!(h.extensions.errors.is_empty(), "{:?}", h.extensions.errors);
 
-    // A tool that was not declared requires_approval cannot write: the POST never leaves.
+    // A tool that needs no approval cannot write, however it reaches a write: the POST never
+    // leaves.
     assert_eq!(
         h.send("notify the team").await.status,
         InvocationStatus::Completed
@@ -326,9 +329,9 @@ def notify(text: str) -> dict:
 }
 
 #[tokio::test]
-async fn a_failing_callback_is_skipped_and_a_failing_tool_answers_with_its_traceback() {
-    let broken = "def before_model_callback(callback_context, llm_request):\n    callback_context.set_variable('half_done', True)\n    raise RuntimeError('boom')\n";
-    let counting = "def before_model_callback(callback_context, llm_request):\n    callback_context.set_variable('counted', True)\n";
+async fn a_failing_after_callback_is_skipped_and_a_failing_tool_answers_with_its_traceback() {
+    let broken = "def after_model_callback(callback_context, llm_response):\n    callback_context.set_variable('half_done', True)\n    raise RuntimeError('boom')\n";
+    let counting = "def after_model_callback(callback_context, llm_response):\n    callback_context.set_variable('counted', True)\n";
     let divide = "def divide(n: int) -> int:\n    return 10 // n\n";
     let h = engine_with(
         &[
@@ -369,7 +372,7 @@ async fn a_failing_callback_is_skipped_and_a_failing_tool_answers_with_its_trace
         .iter()
         .find(|r| r.file == "a_broken.py")
         .expect("the callback's failure is reported");
-    assert_eq!(callback.function, "before_model_callback");
+    assert_eq!(callback.function, "after_model_callback");
     assert_eq!(callback.line, Some(3));
     assert!(
         callback
@@ -472,5 +475,34 @@ def announce(text: str) -> dict:
             format!("{}:1", held.idempotency_key)
         )],
         "sent once, with a key derived from the approved call's"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_slow_callback_does_not_hold_up_the_engines_other_work() {
+    // One worker thread: if the callback held it, nothing else could run until it returned.
+    let slow = "import time\n\ndef before_model_callback(callback_context, llm_request):\n    time.sleep(1.0)\n";
+    let h = engine_with(
+        &[("slow.py", slow)],
+        vec![say("Hello.")],
+        Arc::new(NoHost),
+        json!({}),
+    )
+    .await;
+    let started = std::time::Instant::now();
+    let other = tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        started.elapsed()
+    });
+    assert_eq!(h.send("hi").await.status, InvocationStatus::Completed);
+    let turn = started.elapsed();
+    let other = other.await.unwrap();
+    assert!(
+        turn >= std::time::Duration::from_secs(1),
+        "the callback ran: {turn:?}"
+    );
+    assert!(
+        other < std::time::Duration::from_millis(600),
+        "other work waited for the callback: done after {other:?}, the turn after {turn:?}"
     );
 }

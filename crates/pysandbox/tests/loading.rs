@@ -170,11 +170,11 @@ def _helper():
                 "count": {"type": "integer", "description": "How many, at least one."},
                 "ratio": {"type": "number", "default": 0.5},
                 "urgent": {"type": "boolean", "default": false},
-                "tags": {"type": "array", "items": {"type": "string"}},
-                "extra": {"type": "object"},
-                "when": {"type": "string"},
+                "tags": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}], "default": null},
+                "extra": {"anyOf": [{"type": "object"}, {"type": "null"}], "default": null},
+                "when": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": null},
                 "mode": {"enum": ["fast", "slow"], "type": "string", "description": "How to make it.", "default": "fast"},
-                "anything": {}
+                "anything": {"default": null}
             },
             "required": ["title", "count"],
             "additionalProperties": false

@@ -284,7 +284,11 @@ async fn variable_examples_read_set_and_remove_state_as_a_delta() {
     // `context.state` and `context.variables` are one dict, and the shortcuts work on it.
     let source = "def same() -> list:\n    context.state['a'] = 1\n    context.variables['b'] = 2\n    del context.state['gone']\n    return [context.state is context.variables, get_variable('a'), get_variable('nope', 'dflt'), sorted(context.variables)]\n";
     let (run, ctx) = run_tool(source, "same", json!({}), json!({"gone": 0})).await;
-    assert_eq!(run.unwrap().value, json!([true, 1, "dflt", ["a", "b"]]));
+    assert_eq!(
+        run.unwrap().value,
+        json!([true, 1, "dflt", ["_session", "a", "b"]]),
+        "the seed's `_session` is among the variables"
+    );
     assert_eq!(
         ctx.state_delta(),
         &obj(json!({"a": 1, "b": 2, "gone": null}))
