@@ -37,4 +37,5 @@ pub const COMMANDS: &[&str] = &[
     "check_connection",
     "set_autonomy",
     "check_edit",
+    "list_models",
 ];

@@ -13,6 +13,9 @@ use companion::view::{
     AccountView, AppInfo, AuditQuery, AuditView, AutonomyInput, AutonomyView, BatchDecision,
     CallView, DecisionInput, EditCheckView, ExportFormat, RuleView, SavedSettings, SessionView,
     SettingsView, SettlementInput, SignInTicketView, TimelineView, TurnView,
+    AccountView, AppInfo, AuditQuery, AuditView, BatchDecision, CallView, DecisionInput,
+    ExportFormat, ModelListView, RuleView, SavedSettings, SessionView, SettingsView,
+    SettlementInput, SignInTicketView, TimelineView, TurnView,
 };
 use tauri::ipc::Invoke;
 use tauri::{AppHandle, Runtime, State};
@@ -73,6 +76,7 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         check_connection,
         set_autonomy,
         check_edit,
+        list_models,
     ]
 }
 
@@ -345,4 +349,17 @@ async fn check_edit(
 ) -> Answer<EditCheckView> {
     let c = shell.companion().await?;
     c.check_edit(&call_id, args).await.map_err(text)
+/// The models a preset's service offers, for the model picker (the stored key is used).
+#[tauri::command]
+async fn list_models(
+    shell: State<'_, Shell>,
+    preset: String,
+    base_url: Option<String>,
+) -> Answer<ModelListView> {
+    shell
+        .companion()
+        .await?
+        .list_models(&preset, base_url)
+        .await
+        .map_err(text)
 }

@@ -200,6 +200,25 @@
       turn(sid, inv, 'completed');
       return { invocation_id: inv, status: 'completed' };
     }
+    if (/思考|reasoning|限流|rate limit/i.test(body)) {
+      // A thinking model's turn: reasoning, an answer cut at its limit, the turn's token usage;
+      // or a rate limit with the wait the service asked for.
+      if (/限流|rate limit/i.test(body)) {
+        pushItems(sid, inv, [{ kind: 'notice', id: 'e' + seq++, at: now(), level: 'error', text: 'Google Gemini is limiting requests (HTTP 429). The service asked to wait 36 s before trying again.', code: 'rate_limited', retry_at: now() + (opts.retryMs ?? 36000) }]);
+        turn(sid, inv, 'failed');
+        return { invocation_id: inv, status: 'failed' };
+      }
+      await stream(sid, inv, ['明天上午 10 点有', '产品周会，下午']);
+      const id = 'e' + seq++;
+      pushItems(sid, inv, [
+        { kind: 'reasoning', id, at: now(), text: '用户问明天的安排。先查日历：明天有产品周会和一个评审会。' },
+        { kind: 'assistant', id, at: now(), author: 'companion', text: '明天上午 10 点有产品周会，下午' },
+        { kind: 'stopped', id, at: now(), reason: 'max_tokens' },
+        { kind: 'usage', id, invocation_id: inv, at: now(), input_tokens: 1200, output_tokens: 512, reasoning_tokens: 380 },
+      ]);
+      turn(sid, inv, 'completed');
+      return { invocation_id: inv, status: 'completed' };
+    }
     if (/待办|task|auth|授权/i.test(body)) {
       await stream(sid, inv, ['我需要', '先获得读取待办的权限。']);
       const c = call({
@@ -360,6 +379,14 @@
       return { error: null, raw_error: null, preview: { summary: c.preview ? c.preview.summary : text('操作', 'Action'), risk: 'normal', fields, changes: [] } };
     },
     set_autonomy: ({ mode }) => (mode === 'allow_touched' ? { mode, until: now() + 30 * 60e3 } : { mode, until: null }),
+    list_models: ({ preset }) => {
+      const p = presets().find((x) => x.id === preset);
+      if (!p) throw 'unknown model preset';
+      if (p.takes_key && !keys[preset]) throw 'Enter and save the API key first. 请先填写并保存 API 密钥。';
+      const chosen = settings.model.preset === preset && settings.model.model ? settings.model.model : p.default_model;
+      const models = [...new Set([p.default_model, chosen, p.default_model + '-pro', 'another-model'])].filter(Boolean).sort();
+      return { preset, models, selected: chosen, default_model: p.default_model };
+    },
     'plugin:event|listen': ({ event, handler }) => {
       const eventId = evSeq++;
       if (!listeners.has(event)) listeners.set(event, []);

@@ -1,8 +1,14 @@
 //! Message content: [`Content`] is one message, made of [`Part`]s; a part is text, a function call,
-//! a function response or inline bytes ([`Blob`]).
+//! a function response or inline bytes ([`Blob`]) — the seed's four kinds — or the model's
+//! [`Reasoning`], a fifth kind for thinking models.
 //!
 //! The seed says only one field of a part may be set; here [`Part`] is an enum, so a part with two
 //! kinds cannot be built, and a JSON part with two (or zero) kinds is rejected when read.
+//!
+//! Reasoning is kept in the model's turn because some services (DeepSeek and Kimi in thinking
+//! mode, Claude with thinking) refuse a later request whose history drops it. It is not text:
+//! [`Part::text`] and [`Content::text`] skip it, so it never reaches the answer the user reads
+//! or the text a tool or callback sees as the model's words.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -222,6 +228,43 @@ fn single(key: &str, value: Value) -> Map<String, Value> {
     map
 }
 
+/// What a thinking model reasoned before it answered (DeepSeek's and Kimi's `reasoning_content`,
+/// Claude's `thinking` blocks, Gemini's thought summaries). Shown to the user collapsed, apart
+/// from the answer; sent back to the model only where its service requires it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reasoning {
+    /// The reasoning as the model wrote it; empty when the service sent it encrypted.
+    #[serde(default)]
+    pub text: String,
+    /// An opaque token the service attached to the reasoning (Claude's `signature`) and checks
+    /// when it comes back, so it is kept verbatim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    /// Reasoning the service returned only in encrypted form (Claude's `redacted_thinking`,
+    /// whose `data` is then in `signature`): nothing to show, only to send back.
+    #[serde(
+        default,
+        deserialize_with = "crate::json::null_as_default",
+        skip_serializing_if = "is_false"
+    )]
+    pub redacted: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl Reasoning {
+    /// Reasoning text with no signature.
+    pub fn new(text: impl Into<String>) -> Self {
+        Reasoning {
+            text: text.into(),
+            ..Reasoning::default()
+        }
+    }
+}
+
 /// One piece of a message. Exactly one kind, as the seed requires.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "PartWire", into = "PartWire")]
@@ -234,9 +277,11 @@ pub enum Part {
     FunctionResponse(FunctionResponse),
     /// Inline bytes.
     InlineData(Blob),
+    /// The model's reasoning before its answer; not text (see the module's documentation).
+    Reasoning(Reasoning),
 }
 
-/// The seed's wire shape: four optional fields of which exactly one must be set.
+/// The seed's wire shape: four optional fields (and `reasoning`) of which exactly one is set.
 #[derive(Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct PartWire {
@@ -248,6 +293,8 @@ struct PartWire {
     function_response: Option<FunctionResponse>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     inline_data: Option<Blob>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reasoning: Option<Reasoning>,
 }
 
 impl TryFrom<PartWire> for Part {
@@ -272,10 +319,14 @@ impl TryFrom<PartWire> for Part {
             set.push("inline_data");
             part = Some(Part::InlineData(blob));
         }
+        if let Some(reasoning) = wire.reasoning {
+            set.push("reasoning");
+            part = Some(Part::Reasoning(reasoning));
+        }
         match (part, set.len()) {
             (Some(part), 1) => Ok(part),
             (None, _) => Err(
-                "a part must set one of `text`, `function_call`, `function_response`, `inline_data`; none is set"
+                "a part must set one of `text`, `function_call`, `function_response`, `inline_data`, `reasoning`; none is set"
                     .to_owned(),
             ),
             (Some(_), _) => Err(format!(
@@ -303,6 +354,10 @@ impl From<Part> for PartWire {
             },
             Part::InlineData(blob) => PartWire {
                 inline_data: Some(blob),
+                ..PartWire::default()
+            },
+            Part::Reasoning(reasoning) => PartWire {
+                reasoning: Some(reasoning),
                 ..PartWire::default()
             },
         }
@@ -390,6 +445,25 @@ impl Part {
     pub fn function_response(&self) -> Option<&FunctionResponse> {
         match self {
             Part::FunctionResponse(response) => Some(response),
+            _ => None,
+        }
+    }
+
+    /// A reasoning part.
+    ///
+    /// ```
+    /// let part = agent::Part::from_reasoning("The user asks about tomorrow; list the events.");
+    /// assert_eq!(part.text(), None, "reasoning is not text");
+    /// assert!(part.reasoning().is_some());
+    /// ```
+    pub fn from_reasoning(text: impl Into<String>) -> Self {
+        Part::Reasoning(Reasoning::new(text))
+    }
+
+    /// The reasoning, if this is some.
+    pub fn reasoning(&self) -> Option<&Reasoning> {
+        match self {
+            Part::Reasoning(reasoning) => Some(reasoning),
             _ => None,
         }
     }
@@ -509,8 +583,59 @@ impl Content {
         self.parts.iter().filter_map(Part::function_response)
     }
 
-    /// All text parts joined, for display.
+    /// All text parts joined, for display. Reasoning is not included.
     pub fn text(&self) -> String {
         self.parts.iter().filter_map(Part::text).collect()
+    }
+
+    /// The reasoning parts' text joined, for showing apart from the answer.
+    pub fn reasoning_text(&self) -> String {
+        self.parts
+            .iter()
+            .filter_map(Part::reasoning)
+            .map(|r| r.text.as_str())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod reasoning_tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[test]
+    fn reasoning_is_a_part_of_its_own_and_never_text() {
+        let content = Content::new(
+            ROLE_MODEL,
+            vec![
+                Part::Reasoning(Reasoning {
+                    text: "先查日历。".to_owned(),
+                    signature: Some("sig-1".to_owned()),
+                    redacted: false,
+                }),
+                Part::from_text("明天有两个会。"),
+            ],
+        );
+        assert_eq!(
+            content.text(),
+            "明天有两个会。",
+            "the answer holds no reasoning"
+        );
+        assert_eq!(content.reasoning_text(), "先查日历。");
+        let wire = serde_json::to_value(&content).unwrap();
+        assert_eq!(
+            wire["parts"][0],
+            json!({"reasoning": {"text": "先查日历。", "signature": "sig-1"}})
+        );
+        let back: Content = serde_json::from_value(wire).unwrap();
+        assert_eq!(back, content);
+        let two: Result<Part, _> =
+            serde_json::from_value(json!({"text": "a", "reasoning": {"text": "b"}}));
+        assert!(
+            two.unwrap_err()
+                .to_string()
+                .contains("`text` and `reasoning`")
+        );
     }
 }

@@ -137,6 +137,16 @@ pub struct Event {
     /// Grounding metadata from the model, kept as it came.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grounding_metadata: Option<Value>,
+    /// Why the model stopped, on a model response (as in ADK, whose events carry the response's
+    /// fields): what the user is told when an answer is cut off or withheld.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<crate::llm::FinishReason>,
+    /// The tokens the model call of this event cost, as the service reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_metadata: Option<crate::llm::UsageMetadata>,
+    /// How long the service asked to wait, on a `rate_limited` error event (milliseconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
 }
 
 /// Milliseconds since the Unix epoch, now.
@@ -164,6 +174,9 @@ impl Event {
             interrupted: false,
             branch: None,
             grounding_metadata: None,
+            finish_reason: None,
+            usage_metadata: None,
+            retry_after_ms: None,
         }
     }
 

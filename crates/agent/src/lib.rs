@@ -29,6 +29,7 @@ pub use agent::{AgentError, Callbacks, LlmAgent, LlmAgentBuilder};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use content::{
     Blob, Content, CustomizedResponse, FunctionCall, FunctionResponse, Part, ROLE_MODEL, ROLE_USER,
+    Reasoning,
 };
 pub use context::{CallbackContext, ToolContext};
 pub use engine::autonomy::Autonomy;
@@ -40,8 +41,8 @@ pub use event::{Event, EventActions, USER_AUTHOR, now_millis};
 pub use http::{ExternalResponse, HttpMethod, StatusError};
 pub use json::DataError;
 pub use llm::{
-    FunctionDeclaration, GenerateContentConfig, LlmRequest, LlmResponse, MalformedCall, Tool,
-    ToolDeclaration,
+    FinishReason, FunctionDeclaration, GenerateContentConfig, LlmRequest, LlmResponse,
+    MalformedCall, Tool, ToolDeclaration, UsageMetadata,
 };
 pub use model::{Model, ModelError, ModelStream, RecordingModel, ScriptedModel};
 pub use persist::{

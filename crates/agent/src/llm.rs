@@ -142,6 +142,70 @@ pub struct LlmResponse {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub malformed_calls: Vec<MalformedCall>,
+    /// Why the model stopped, on the complete response; `None` when the service did not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<FinishReason>,
+    /// The tokens this response cost, wherever the service reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_metadata: Option<UsageMetadata>,
+}
+
+/// Why a model stopped generating, each service's own reason mapped onto one vocabulary. Only
+/// [`FinishReason::Stop`] and [`FinishReason::ToolCalls`] mean the answer is whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// The answer is complete (`stop`, `end_turn`, `STOP`).
+    Stop,
+    /// The model asks for its function calls to be run (`tool_calls`, `tool_use`).
+    ToolCalls,
+    /// Cut off at the output token limit (`length`, `max_tokens`, `MAX_TOKENS`).
+    MaxTokens,
+    /// The service's content or safety filter withheld or cut the answer (OpenAI-compatible
+    /// `content_filter`, Gemini `SAFETY`, `BLOCKLIST`, `PROHIBITED_CONTENT`, `SPII`).
+    ContentFilter,
+    /// The model declined to answer (Anthropic `refusal`).
+    Refusal,
+    /// Withheld because it would repeat protected material (Gemini `RECITATION`).
+    Recitation,
+    /// The model wrote a function call the service could not read (Gemini
+    /// `MALFORMED_FUNCTION_CALL`); asking again usually succeeds.
+    MalformedFunctionCall,
+    /// Any other reason.
+    Other,
+}
+
+impl FinishReason {
+    /// Whether an answer that ended this way is whole.
+    pub fn is_complete(self) -> bool {
+        matches!(self, FinishReason::Stop | FinishReason::ToolCalls)
+    }
+}
+
+/// Token counts of one model response (the names of Gemini's `usageMetadata`, which ADK uses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UsageMetadata {
+    /// Tokens of the request.
+    #[serde(default)]
+    pub prompt_token_count: u64,
+    /// Tokens generated, reasoning included.
+    #[serde(default)]
+    pub candidates_token_count: u64,
+    /// Of the generated tokens, those spent reasoning, when the service says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thoughts_token_count: Option<u64>,
+    /// Of the request's tokens, those read from the service's cache, when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_content_token_count: Option<u64>,
+}
+
+impl UsageMetadata {
+    /// Request and generated tokens together.
+    pub fn total_token_count(&self) -> u64 {
+        self.prompt_token_count
+            .saturating_add(self.candidates_token_count)
+    }
 }
 
 /// A function call the model made with arguments that do not parse.
@@ -173,6 +237,8 @@ impl LlmResponse {
             content: Content::new(ROLE_MODEL, parts),
             partial: None,
             malformed_calls: Vec::new(),
+            finish_reason: None,
+            usage_metadata: None,
         }
     }
 

@@ -23,6 +23,8 @@ pub struct ModelError {
     pub code: String,
     /// What happened, for people.
     pub message: String,
+    /// How long the service asked to wait before trying again (`rate_limited`), when it said.
+    pub retry_after_ms: Option<u64>,
 }
 
 impl ModelError {
@@ -31,7 +33,15 @@ impl ModelError {
         ModelError {
             code: code.into(),
             message: message.into(),
+            retry_after_ms: None,
         }
+    }
+
+    /// Sets how long the service asked to wait.
+    #[must_use]
+    pub fn with_retry_after(mut self, wait: std::time::Duration) -> Self {
+        self.retry_after_ms = Some(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX));
+        self
     }
 }
 

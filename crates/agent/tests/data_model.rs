@@ -135,6 +135,14 @@ fn full_event() -> Event {
         interrupted: true,
         branch: Some("root.assistant".to_owned()),
         grounding_metadata: Some(json!({"sources": [{"uri": "https://example.test"}]})),
+        finish_reason: Some(agent::FinishReason::MaxTokens),
+        usage_metadata: Some(agent::UsageMetadata {
+            prompt_token_count: 12,
+            candidates_token_count: 34,
+            thoughts_token_count: Some(20),
+            cached_content_token_count: None,
+        }),
+        retry_after_ms: Some(30_000),
     }
 }
 
@@ -348,8 +356,12 @@ fn event_with_every_field_set_round_trips_with_snake_case_keys() {
             "interrupted",
             "branch",
             "grounding_metadata",
+            "finish_reason",
+            "usage_metadata",
+            "retry_after_ms",
         ]
     );
+    assert_eq!(wire["finish_reason"], json!("max_tokens"));
     assert_eq!(wire["timestamp"], json!(1_700_000_000_123_i64));
     assert_eq!(wire["long_running_tool_ids"], json!(["call-1", "call-2"]));
     assert_eq!(wire["content"]["role"], json!("model"));
@@ -376,6 +388,9 @@ fn minimal_event_round_trips_and_omits_every_default() {
         interrupted: false,
         branch: None,
         grounding_metadata: None,
+        finish_reason: None,
+        usage_metadata: None,
+        retry_after_ms: None,
     };
     assert_eq!(
         round_trip(&event),

@@ -253,21 +253,14 @@ impl Companion {
                 ),
             );
         }
-        let mut config = llm::ProviderConfig::new(
-            preset.kind,
-            preset.name_en,
-            settings
-                .model
-                .base_url
-                .clone()
-                .unwrap_or_else(|| preset.base_url.to_owned()),
-            settings
-                .model
-                .model
-                .clone()
-                .unwrap_or_else(|| preset.default_model.to_owned()),
-            key.map(llm::ApiKey::new),
-        );
+        // The preset's own options (usage chunk, reasoning sent back) come with it.
+        let mut config = preset.config(key.map(llm::ApiKey::new));
+        if let Some(base_url) = settings.model.base_url.clone() {
+            config.base_url = base_url;
+        }
+        if let Some(model) = settings.model.model.clone() {
+            config.model = model;
+        }
         // One token, no retries: an answer at all is what is being checked.
         config.options.max_tokens = Some(1);
         config.http.retry.max_retries = 0;

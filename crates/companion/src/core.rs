@@ -633,6 +633,15 @@ impl Companion {
         Ok(self.inner.vault.names()?)
     }
 
+    /// A secret's value, for the core's own requests (never for the UI).
+    pub(crate) fn secret(&self, name: &str) -> Result<Option<String>, CompanionError> {
+        Ok(self
+            .inner
+            .vault
+            .get(name)?
+            .map(|b| String::from_utf8_lossy(&b).into_owned()))
+    }
+
     /// How the master key is kept, and a warning if it fell back to a key file.
     pub fn key_source(&self) -> (String, Option<String>) {
         (

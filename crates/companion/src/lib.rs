@@ -14,6 +14,8 @@ mod core;
 mod edit;
 pub mod labels;
 pub mod notices;
+mod model_items;
+mod model_list;
 pub mod paths;
 pub mod person;
 mod readable;

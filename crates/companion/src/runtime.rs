@@ -138,21 +138,14 @@ pub(crate) async fn build(
             app_id: settings.feishu.app_id.clone(),
             app_secret: SecretString::from(app_secret.unwrap_or_default()),
         };
-        let config = llm::ProviderConfig::new(
-            preset.kind,
-            preset.name_en,
-            settings
-                .model
-                .base_url
-                .clone()
-                .unwrap_or_else(|| preset.base_url.to_owned()),
-            settings
-                .model
-                .model
-                .clone()
-                .unwrap_or_else(|| preset.default_model.to_owned()),
-            model_key.map(llm::ApiKey::new),
-        );
+        // The preset's own options (usage chunk, reasoning sent back) come with it.
+        let mut config = preset.config(model_key.map(llm::ApiKey::new));
+        if let Some(base_url) = settings.model.base_url.clone() {
+            config.base_url = base_url;
+        }
+        if let Some(model) = settings.model.model.clone() {
+            config.model = model;
+        }
         let model = llm::connect(config).map_err(|e| CompanionError::Other(e.to_string()))?;
         let profile = Profile::Real {
             brand: settings.feishu.brand,

@@ -160,6 +160,54 @@ pub enum TimelineItem {
         text: String,
         /// For the user, in their language.
         message: Text,
+        /// The error's stable code (`rate_limited`, `quota_exceeded`, …), for words in the
+        /// user's language; `None` for other notices.
+        code: Option<String>,
+        /// When a rate-limited request may be tried again (milliseconds since the epoch), when
+        /// the service said.
+        #[ts(type = "number | null")]
+        retry_at: Option<i64>,
+    },
+    /// The model's reasoning before its answer, shown collapsed ("思考过程").
+    Reasoning {
+        /// The event id.
+        id: String,
+        /// When.
+        #[ts(type = "number")]
+        at: i64,
+        /// The reasoning, as the model wrote it.
+        text: String,
+    },
+    /// An answer that stopped short or was withheld, and why (an [`agent::FinishReason`] other
+    /// than `stop` and `tool_calls`, in snake case).
+    Stopped {
+        /// The event id.
+        id: String,
+        /// When.
+        #[ts(type = "number")]
+        at: i64,
+        /// `max_tokens`, `content_filter`, `refusal`, `recitation`, `malformed_function_call`,
+        /// `other`.
+        reason: String,
+    },
+    /// The tokens one model call of a turn cost; the UI sums a turn's.
+    Usage {
+        /// The event id.
+        id: String,
+        /// The turn.
+        invocation_id: String,
+        /// When.
+        #[ts(type = "number")]
+        at: i64,
+        /// Tokens of the request.
+        #[ts(type = "number")]
+        input_tokens: u64,
+        /// Tokens generated, reasoning included.
+        #[ts(type = "number")]
+        output_tokens: u64,
+        /// Of those, tokens spent reasoning.
+        #[ts(type = "number")]
+        reasoning_tokens: u64,
     },
 }
 
@@ -570,6 +618,19 @@ pub struct PresetView {
     pub key_set: bool,
 }
 
+/// The models a preset's service offers, for the model picker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct ModelListView {
+    /// The preset asked.
+    pub preset: String,
+    /// The model ids the service listed (with the selected one, even if unlisted), sorted.
+    pub models: Vec<String>,
+    /// The one to preselect: the model saved for this preset, else the preset's default.
+    pub selected: String,
+    /// The preset's default model.
+    pub default_model: String,
+}
+
 /// The settings page: the settings and what goes with them.
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct SettingsView {
@@ -794,6 +855,9 @@ const RESULT_CHARS: usize = 2_000;
 /// The entries one stored event makes: text, tool calls, tool results, errors.
 pub fn timeline_items(event: &Event) -> Vec<TimelineItem> {
     let mut items = Vec::new();
+    if let Some(reasoning) = crate::model_items::reasoning(event) {
+        items.push(reasoning);
+    }
     if let Some(content) = &event.content {
         let text = content.text();
         if !text.trim().is_empty() {
@@ -831,10 +895,12 @@ pub fn timeline_items(event: &Event) -> Vec<TimelineItem> {
                     args: Map::new(),
                     result: Some(result_view(&response.response)),
                 }),
-                Part::Text(_) | Part::InlineData(_) => {}
+                Part::Text(_) | Part::InlineData(_) | Part::Reasoning(_) => {}
             }
         }
     }
+    items.extend(crate::model_items::stopped(event));
+    items.extend(crate::model_items::usage(event));
     if let Some(message) = &event.error_message {
         // The user's own acts (Stop, calling approvals off) are told, not alarmed about.
         let own = matches!(
@@ -847,6 +913,8 @@ pub fn timeline_items(event: &Event) -> Vec<TimelineItem> {
             level: (if own { "info" } else { "error" }).to_owned(),
             text: message.clone(),
             message: crate::notices::notice(event.error_code.as_deref(), message),
+            code: event.error_code.clone(),
+            retry_at: crate::model_items::retry_at(event),
         });
     } else if event.interrupted && !stopped(event) {
         items.push(TimelineItem::Notice {
@@ -855,6 +923,8 @@ pub fn timeline_items(event: &Event) -> Vec<TimelineItem> {
             level: "info".to_owned(),
             text: "interrupted".to_owned(),
             message: Text::new("这一轮被中断了。", "This turn was interrupted."),
+            code: None,
+            retry_at: None,
         });
     }
     items

@@ -40,6 +40,7 @@ fn generate(dir: &Path) {
         companion::check::CheckView,
         AutonomyInput,
         EditCheckView,
+        ModelListView,
         companion::Settings,
         companion::updates::UpdateStatusView,
     );

@@ -7,10 +7,20 @@
 //! (`text_delta` or `input_json_delta` fragments of a tool's input), `…_stop`, then
 //! `message_delta` (stop reason, usage) and `message_stop`. `ping` keeps the connection alive and
 //! `error` reports a failure (often `overloaded_error`) inside a successful response.
+//!
+//! Models that think (adaptive thinking is on by default on current Claude models) stream
+//! `thinking` blocks (`thinking_delta`, then a `signature_delta`) or `redacted_thinking` blocks.
+//! They become [`agent::Part::Reasoning`] with their signature, and go back, unchanged and
+//! before the `tool_use` blocks, in the assistant message: the API requires the thinking of a
+//! tool-using turn to come back with the tool results. Thinking without a signature is shown
+//! but never sent, as the API would refuse it.
 
 use std::collections::{BTreeMap, VecDeque};
 
-use agent::{Content, LlmRequest, Model, ModelError, ModelStream, Part};
+use agent::{
+    Content, FinishReason, LlmRequest, Model, ModelError, ModelStream, Part, Reasoning,
+    UsageMetadata,
+};
 use async_trait::async_trait;
 use base64::Engine as _;
 use serde::Deserialize;
@@ -126,6 +136,20 @@ fn assistant_blocks(content: &Content, ids: &mut CallIds) -> Vec<Value> {
     let mut blocks = Vec::new();
     for part in &content.parts {
         match part {
+            Part::Reasoning(Reasoning {
+                signature: Some(signature),
+                redacted: true,
+                ..
+            }) => blocks.push(json!({"type": "redacted_thinking", "data": signature})),
+            Part::Reasoning(Reasoning {
+                text,
+                signature: Some(signature),
+                ..
+            }) => blocks.push(json!({
+                "type": "thinking",
+                "thinking": text,
+                "signature": signature,
+            })),
             // The API refuses empty text blocks.
             Part::Text(text) if !text.is_empty() => {
                 blocks.push(json!({"type": "text", "text": text}));
@@ -246,6 +270,13 @@ struct BlockWire {
     #[serde(default)]
     text: Option<String>,
     #[serde(default)]
+    thinking: Option<String>,
+    #[serde(default)]
+    signature: Option<String>,
+    /// `redacted_thinking`: the encrypted reasoning.
+    #[serde(default)]
+    data: Option<String>,
+    #[serde(default)]
     id: Option<String>,
     #[serde(default)]
     name: Option<String>,
@@ -262,6 +293,10 @@ struct DeltaWire {
     #[serde(default)]
     partial_json: Option<String>,
     #[serde(default)]
+    thinking: Option<String>,
+    #[serde(default)]
+    signature: Option<String>,
+    #[serde(default)]
     stop_reason: Option<String>,
 }
 
@@ -271,10 +306,26 @@ struct UsageWire {
     input_tokens: Option<u64>,
     #[serde(default)]
     output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+}
+
+/// A Messages stop reason in the engine's words.
+fn stop_reason(reason: &str) -> FinishReason {
+    match reason {
+        "end_turn" | "stop_sequence" => FinishReason::Stop,
+        "tool_use" => FinishReason::ToolCalls,
+        "max_tokens" | "model_context_window_exceeded" => FinishReason::MaxTokens,
+        "refusal" => FinishReason::Refusal,
+        _ => FinishReason::Other,
+    }
 }
 
 enum Block {
     Text(String),
+    Thinking(Reasoning),
     ToolUse {
         call: PendingCall,
         /// The `input` of `content_block_start`, used when no fragment follows.
@@ -288,7 +339,10 @@ enum Block {
 pub(crate) struct MessagesDecoder {
     blocks: BTreeMap<u32, Block>,
     started: bool,
-    usage: Usage,
+    usage: UsageMetadata,
+    /// Input tokens of all kinds: the API counts cache reads and writes apart from `input_tokens`.
+    input: [Option<u64>; 3],
+    stop_reason: Option<String>,
     usage_cell: UsageCell,
 }
 
@@ -297,27 +351,46 @@ impl MessagesDecoder {
         MessagesDecoder {
             blocks: BTreeMap::new(),
             started: false,
-            usage: Usage::default(),
+            usage: UsageMetadata::default(),
+            input: [None; 3],
+            stop_reason: None,
             usage_cell,
         }
     }
 
+    /// Usage comes in `message_start` (input, first output count) and again, cumulative, in
+    /// `message_delta`; a later value replaces an earlier one.
     fn add_usage(&mut self, usage: Option<UsageWire>) {
         let usage = usage.unwrap_or_default();
-        if let Some(input) = usage.input_tokens {
-            self.usage.input_tokens = input;
+        for (slot, value) in self.input.iter_mut().zip([
+            usage.input_tokens,
+            usage.cache_read_input_tokens,
+            usage.cache_creation_input_tokens,
+        ]) {
+            if value.is_some() {
+                *slot = value;
+            }
+        }
+        self.usage.prompt_token_count = self.input.iter().flatten().sum();
+        if let Some(cached) = self.input[1] {
+            self.usage.cached_content_token_count = Some(cached);
         }
         if let Some(output) = usage.output_tokens {
-            self.usage.output_tokens = output;
+            self.usage.candidates_token_count = output;
         }
     }
 
     fn finish(&mut self) -> agent::LlmResponse {
-        http::store_usage(&self.usage_cell, self.usage, "anthropic");
+        http::store_usage(&self.usage_cell, Usage::from(self.usage), "anthropic");
         let mut parts = Vec::new();
         let mut calls = Vec::new();
         for block in std::mem::take(&mut self.blocks).into_values() {
             match block {
+                Block::Thinking(reasoning)
+                    if !reasoning.text.is_empty() || reasoning.signature.is_some() =>
+                {
+                    parts.push(Part::Reasoning(reasoning));
+                }
                 Block::Text(text) if !text.is_empty() => parts.push(Part::Text(text)),
                 Block::ToolUse { mut call, initial } => {
                     if call.arguments.trim().is_empty()
@@ -330,7 +403,16 @@ impl MessagesDecoder {
                 _ => {}
             }
         }
-        stream::final_response(parts, calls)
+        let reason = self.stop_reason.as_deref().map(stop_reason);
+        if let Some(raw) = &self.stop_reason
+            && !reason.is_some_and(FinishReason::is_complete)
+        {
+            tracing::info!(stop_reason = %raw, "the model's answer did not end normally");
+        }
+        let mut response = stream::final_response(parts, calls);
+        response.finish_reason = reason;
+        response.usage_metadata = self.started.then_some(self.usage);
+        response
     }
 }
 
@@ -359,6 +441,22 @@ impl Decoder for MessagesDecoder {
                         }
                         Block::Text(text)
                     }
+                    "thinking" => {
+                        let text = block.thinking.unwrap_or_default();
+                        if !text.is_empty() {
+                            out.push_back(Ok(stream::partial_reasoning(&text)));
+                        }
+                        Block::Thinking(Reasoning {
+                            text,
+                            signature: block.signature.filter(|s| !s.is_empty()),
+                            redacted: false,
+                        })
+                    }
+                    "redacted_thinking" => Block::Thinking(Reasoning {
+                        text: String::new(),
+                        signature: block.data,
+                        redacted: true,
+                    }),
                     "tool_use" => Block::ToolUse {
                         call: PendingCall {
                             id: block.id,
@@ -392,15 +490,28 @@ impl Decoder for MessagesDecoder {
                         call.arguments
                             .push_str(delta.partial_json.as_deref().unwrap_or_default());
                     }
-                    // Thinking, signatures, citations: nothing the engine shows.
+                    (Some("thinking_delta"), Block::Thinking(reasoning)) => {
+                        let fragment = delta.thinking.unwrap_or_default();
+                        if !fragment.is_empty() {
+                            out.push_back(Ok(stream::partial_reasoning(&fragment)));
+                            reasoning.text.push_str(&fragment);
+                        }
+                    }
+                    (Some("signature_delta"), Block::Thinking(reasoning)) => {
+                        if let Some(signature) = delta.signature {
+                            reasoning
+                                .signature
+                                .get_or_insert_with(String::new)
+                                .push_str(&signature);
+                        }
+                    }
+                    // Citations and kinds added later: nothing the engine shows.
                     _ => {}
                 }
             }
             "message_delta" => {
-                if let Some(reason) = wire.delta.and_then(|d| d.stop_reason)
-                    && reason == "max_tokens"
-                {
-                    tracing::info!("the model's answer was cut at its token limit");
+                if let Some(reason) = wire.delta.and_then(|d| d.stop_reason) {
+                    self.stop_reason = Some(reason);
                 }
                 self.add_usage(wire.usage);
             }

@@ -4,20 +4,27 @@
 //! `{"type":"error","error":{"type","message"}}`, Gemini `{"error":{"code","status","message"}}`,
 //! sometimes wrapped in an array, Ollama `{"error":"…"}`) and the OpenAI-compatible services
 //! disagree on statuses (an unknown model is a 404 at OpenAI, a 400 elsewhere), so the code is
-//! decided from the status and the body together. The codes:
+//! decided from the status and the body together: the status and the body's structured fields
+//! (`code`, `type`, `status`, `details`) first, its message text last. That order matters for
+//! 429s: Gemini's per-minute limit says "You exceeded your current quota, please check your plan
+//! and billing details" in its message, yet it is a rate limit (`RESOURCE_EXHAUSTED` with a
+//! `RetryInfo.retryDelay`); only OpenAI's `insufficient_quota` code and its kin mean the account
+//! is empty. The codes:
 //!
 //! | code | when |
 //! | --- | --- |
 //! | `unauthorized` | 401/403, or a body saying the key is invalid |
 //! | `model_not_found` | 404, or a body saying the model does not exist |
 //! | `context_length_exceeded` | the conversation does not fit the model's window |
-//! | `quota_exceeded` | 402, or the account is out of credit (not worth retrying) |
-//! | `rate_limited` | 429 |
+//! | `quota_exceeded` | 402, an out-of-credit code (`insufficient_quota`, `Arrearage`, …), or a message saying the credit balance is too low (not worth retrying) |
+//! | `rate_limited` | 429 otherwise, with the wait the service asked for when it said |
 //! | `unavailable` | 5xx, or the service says it is overloaded |
 //! | `bad_request` | any other refusal of the request |
 //! | `malformed_stream` | the response is not the event stream it should be |
 //! | `incomplete` | the stream stopped before its end marker |
 //! | `network` | the service could not be reached or did not answer in time |
+
+use std::time::Duration;
 
 use agent::ModelError;
 use serde_json::Value;
@@ -36,6 +43,8 @@ pub(crate) struct ErrorInfo {
     pub code: String,
     /// `error.type` (OpenAI, Anthropic) or `error.status` (Gemini).
     pub kind: String,
+    /// Gemini's `RetryInfo.retryDelay`, or a wait named in the message ("Please retry in 36s").
+    pub retry_delay: Option<Duration>,
 }
 
 impl ErrorInfo {
@@ -77,12 +86,14 @@ impl ErrorInfo {
                 if kind.is_empty() {
                     kind = text(map.get("status"));
                 }
-                // Gemini puts the precise reason (`API_KEY_INVALID`) in `details`.
-                let reasons: Vec<String> = map
+                let details = map
                     .get("details")
                     .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
+                    .map(Vec::as_slice)
+                    .unwrap_or_default();
+                // Gemini puts the precise reason (`API_KEY_INVALID`) in `details`.
+                let reasons: Vec<String> = details
+                    .iter()
                     .filter_map(|d| d.get("reason").and_then(Value::as_str))
                     .map(str::to_owned)
                     .collect();
@@ -90,10 +101,16 @@ impl ErrorInfo {
                 if !reasons.is_empty() {
                     code = reasons.join(",");
                 }
+                let retry_delay = details
+                    .iter()
+                    .filter_map(|d| d.get("retryDelay").and_then(Value::as_str))
+                    .find_map(parse_duration)
+                    .or_else(|| wait_in_message(&message));
                 ErrorInfo {
                     message,
                     code,
                     kind,
+                    retry_delay,
                 }
             }
             _ => ErrorInfo::default(),
@@ -147,15 +164,39 @@ impl ErrorInfo {
             && self.mentions(&["does not exist", "not found", "not exist", "no such"]))
     }
 
-    fn is_out_of_credit(&self) -> bool {
-        self.mentions(&[
+    /// A structured field says the account is out of credit: OpenAI `insufficient_quota`,
+    /// Moonshot `exceeded_current_quota_error`, DashScope `Arrearage`, Volcengine Ark
+    /// `AccountOverdueError`, Zhipu `1113`.
+    fn has_credit_code(&self) -> bool {
+        const CODES: [&str; 7] = [
             "insufficient_quota",
+            "exceeded_current_quota_error",
+            "billing_hard_limit_reached",
+            "insufficient_balance",
+            "arrearage",
+            "accountoverdueerror",
+            "1113",
+        ];
+        [&self.code, &self.kind]
+            .iter()
+            .any(|field| CODES.contains(&field.to_lowercase().as_str()))
+    }
+
+    /// The message says the account is out of credit (Anthropic's "Your credit balance is too
+    /// low", DeepSeek's "Insufficient Balance"): read only when no structured field decided.
+    fn says_out_of_credit(&self) -> bool {
+        self.message_mentions(&[
+            "credit balance",
             "insufficient balance",
-            "billing",
-            "exceeded your current quota",
+            "insufficient account balance",
             "余额不足",
             "欠费",
         ])
+    }
+
+    fn message_mentions(&self, needles: &[&str]) -> bool {
+        let message = self.message.to_lowercase();
+        needles.iter().any(|n| message.contains(n))
     }
 
     fn is_overloaded(&self) -> bool {
@@ -176,6 +217,37 @@ impl ErrorInfo {
             "too many requests",
         ])
     }
+}
+
+/// A protobuf duration as Google writes it (`"36s"`, `"1.5s"`, `"45.837906927s"`).
+fn parse_duration(text: &str) -> Option<Duration> {
+    let seconds: f64 = text.trim().strip_suffix('s')?.parse().ok()?;
+    (seconds.is_finite() && (0.0..1e9).contains(&seconds)).then(|| Duration::from_secs_f64(seconds))
+}
+
+/// A wait named in a message: "Please retry in 36.5s." (Gemini), "Please try again in 20s" or
+/// "in 120ms" (OpenAI).
+fn wait_in_message(message: &str) -> Option<Duration> {
+    let lower = message.to_lowercase();
+    let at = ["retry in ", "try again in "]
+        .iter()
+        .find_map(|marker| lower.find(marker).map(|i| i + marker.len()))?;
+    let rest = &lower[at..];
+    let number_end = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(rest.len());
+    let value: f64 = rest[..number_end].parse().ok()?;
+    let unit = rest[number_end..].trim_start();
+    let seconds = if unit.starts_with("ms") {
+        value / 1000.0
+    } else if unit.starts_with('s') {
+        value
+    } else if unit.starts_with('m') {
+        value * 60.0
+    } else {
+        return None;
+    };
+    (seconds.is_finite() && (0.0..1e9).contains(&seconds)).then(|| Duration::from_secs_f64(seconds))
 }
 
 /// Who is talking, for messages: the provider's label, the model, and the key to keep out.
@@ -209,11 +281,20 @@ impl Context {
         }
     }
 
-    /// The error for a refused request (a non-success HTTP status).
-    pub fn status_error(&self, status: u16, body: &str) -> ModelError {
+    /// The error for a refused request (a non-success HTTP status). `retry_after` is the
+    /// service's `Retry-After` header, which wins over a delay named in the body.
+    pub fn status_error(
+        &self,
+        status: u16,
+        body: &str,
+        retry_after: Option<Duration>,
+    ) -> ModelError {
         let info = ErrorInfo::parse(body);
         let provider = &self.provider;
         let model = &self.model;
+        if info.has_credit_code() || status == 402 {
+            return self.credit_error(&info, Some(status));
+        }
         if status == 401 || status == 403 || (status == 400 && info.is_bad_key()) {
             // The server's words are left out: some echo part of the key they were sent.
             return ModelError::new(
@@ -222,6 +303,9 @@ impl Context {
                     "{provider} refused the API key (HTTP {status}). Check the API key in settings."
                 ),
             );
+        }
+        if status == 429 {
+            return self.rate_error(&info, Some(status), retry_after.or(info.retry_delay));
         }
         if info.is_context_overflow() || status == 413 {
             return self.context_error(&info);
@@ -237,23 +321,8 @@ impl Context {
                 ),
             );
         }
-        if status == 402 || info.is_out_of_credit() {
-            return ModelError::new(
-                "quota_exceeded",
-                self.with_detail(
-                    format!("The {provider} account has no quota or credit left (HTTP {status})."),
-                    &info,
-                ),
-            );
-        }
-        if status == 429 {
-            return ModelError::new(
-                "rate_limited",
-                self.with_detail(
-                    format!("{provider} is limiting requests (HTTP 429). Try again shortly."),
-                    &info,
-                ),
-            );
+        if info.says_out_of_credit() {
+            return self.credit_error(&info, Some(status));
         }
         if status >= 500 {
             return ModelError::new(
@@ -273,26 +342,53 @@ impl Context {
         )
     }
 
+    fn credit_error(&self, info: &ErrorInfo, status: Option<u16>) -> ModelError {
+        let provider = &self.provider;
+        let status = status.map(|s| format!(" (HTTP {s})")).unwrap_or_default();
+        ModelError::new(
+            "quota_exceeded",
+            self.with_detail(
+                format!("The {provider} account has no quota or credit left{status}. Top it up in the service's console."),
+                info,
+            ),
+        )
+    }
+
+    fn rate_error(
+        &self,
+        info: &ErrorInfo,
+        status: Option<u16>,
+        wait: Option<Duration>,
+    ) -> ModelError {
+        let provider = &self.provider;
+        let status = status.map(|s| format!(" (HTTP {s})")).unwrap_or_default();
+        let error = ModelError::new(
+            "rate_limited",
+            self.with_detail(
+                format!("{provider} is limiting requests{status}. Try again shortly."),
+                info,
+            ),
+        );
+        match wait {
+            Some(wait) => error.with_retry_after(wait),
+            None => error,
+        }
+    }
+
     /// The error for an error reported inside a stream that had started well.
     pub fn stream_error(&self, info: &ErrorInfo) -> ModelError {
         let provider = &self.provider;
+        if info.has_credit_code() {
+            return self.credit_error(info, None);
+        }
         if info.is_context_overflow() {
             return self.context_error(info);
         }
-        if info.is_out_of_credit() {
-            return ModelError::new(
-                "quota_exceeded",
-                self.with_detail(
-                    format!("The {provider} account has no quota or credit left."),
-                    info,
-                ),
-            );
-        }
         if info.is_rate_limit() {
-            return ModelError::new(
-                "rate_limited",
-                self.with_detail(format!("{provider} is limiting requests."), info),
-            );
+            return self.rate_error(info, None, info.retry_delay);
+        }
+        if info.says_out_of_credit() {
+            return self.credit_error(info, None);
         }
         if info.is_bad_key() {
             return ModelError::new(
@@ -380,7 +476,7 @@ mod tests {
     }
 
     fn code(status: u16, body: &str) -> String {
-        ctx().status_error(status, body).code
+        ctx().status_error(status, body, None).code
     }
 
     #[test]
@@ -460,7 +556,11 @@ mod tests {
 
     #[test]
     fn an_unauthorized_message_never_repeats_the_server_and_says_where_to_fix_it() {
-        let err = ctx().status_error(401, r#"{"error":{"message":"key sk-abc***xyz is wrong"}}"#);
+        let err = ctx().status_error(
+            401,
+            r#"{"error":{"message":"key sk-abc***xyz is wrong"}}"#,
+            None,
+        );
         assert!(!err.message.contains("sk-abc"), "{}", err.message);
         assert!(
             err.message.contains("API key in settings"),
@@ -479,8 +579,47 @@ mod tests {
         let err = ctx.status_error(
             400,
             r#"{"error":{"message":"bad header sk-live-0123456789abcdef"}}"#,
+            None,
         );
         assert!(!err.message.contains("0123456789abcdef"), "{}", err.message);
+    }
+
+    #[test]
+    fn waits_are_read_from_retry_info_and_from_messages() {
+        assert_eq!(parse_duration("36s"), Some(Duration::from_secs(36)));
+        assert_eq!(
+            parse_duration("45.837906927s"),
+            Some(Duration::from_secs_f64(45.837906927))
+        );
+        assert_eq!(parse_duration("36"), None);
+        assert_eq!(parse_duration("-1s"), None);
+        assert_eq!(
+            wait_in_message("… Please retry in 36.5s."),
+            Some(Duration::from_millis(36_500))
+        );
+        assert_eq!(
+            wait_in_message("Please try again in 120ms. Visit …"),
+            Some(Duration::from_millis(120))
+        );
+        assert_eq!(
+            wait_in_message("Please try again in 1m."),
+            Some(Duration::from_secs(60))
+        );
+        assert_eq!(wait_in_message("Please try again later."), None);
+    }
+
+    #[test]
+    fn a_429_saying_quota_and_billing_in_words_is_still_a_rate_limit() {
+        let body = r#"{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"7s"}]}}"#;
+        let error = ctx().status_error(429, body, None);
+        assert_eq!(error.code, "rate_limited");
+        assert_eq!(error.retry_after_ms, Some(7_000));
+        // The header wins over the body.
+        let error = ctx().status_error(429, body, Some(Duration::from_secs(2)));
+        assert_eq!(error.retry_after_ms, Some(2_000));
+        // In a stream, structured fields decide too.
+        let info = ErrorInfo::parse(body);
+        assert_eq!(ctx().stream_error(&info).code, "rate_limited");
     }
 
     #[test]

@@ -11,11 +11,20 @@
 //! Newer models attach a `thoughtSignature` to function-call parts and refuse a history in which
 //! the call comes back without it. The engine's parts have no room for it, so the provider keeps
 //! the signatures it received, keyed by the call's name and arguments, and puts them back.
+//! Thought summaries (`thought: true` parts) become [`agent::Part::Reasoning`] for the user to
+//! read; they are not sent back, as the signatures carry what the model needs.
+//!
+//! Every `finishReason` reaches the engine ([`agent::FinishReason`]): `SAFETY` and its kin,
+//! `RECITATION`, `MALFORMED_FUNCTION_CALL` and `MAX_TOKENS` are answers that did not end well,
+//! not errors, so the engine can retry or tell the user what happened.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use agent::{FunctionCall, LlmRequest, Model, ModelError, ModelStream, Part};
+use agent::{
+    FinishReason, FunctionCall, LlmRequest, Model, ModelError, ModelStream, Part, Reasoning,
+    UsageMetadata,
+};
 use async_trait::async_trait;
 use base64::Engine as _;
 use serde::Deserialize;
@@ -142,7 +151,7 @@ fn contents(request: &LlmRequest, signatures: &HashMap<String, String>) -> Vec<V
         for part in &content.parts {
             match part {
                 Part::Text(text) if !text.is_empty() => parts.push(json!({"text": text})),
-                Part::Text(_) => {}
+                Part::Text(_) | Part::Reasoning(_) => {}
                 Part::FunctionCall(call) => {
                     let mut wire = json!({
                         "functionCall": {"name": call.name, "args": Value::Object(call.args.clone())}
@@ -270,6 +279,10 @@ struct UsageWire {
     prompt_token_count: u64,
     #[serde(default)]
     candidates_token_count: u64,
+    #[serde(default)]
+    thoughts_token_count: Option<u64>,
+    #[serde(default)]
+    cached_content_token_count: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -279,21 +292,27 @@ struct FeedbackWire {
     block_reason: Option<String>,
 }
 
-/// Finish reasons that mean the answer was withheld, not finished.
-const BLOCKED: [&str; 5] = [
-    "SAFETY",
-    "RECITATION",
-    "BLOCKLIST",
-    "PROHIBITED_CONTENT",
-    "SPII",
-];
+/// A `finishReason` in the engine's words.
+fn finish_reason(reason: &str) -> FinishReason {
+    match reason {
+        "STOP" => FinishReason::Stop,
+        "MAX_TOKENS" => FinishReason::MaxTokens,
+        "SAFETY" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII" | "IMAGE_SAFETY" => {
+            FinishReason::ContentFilter
+        }
+        "RECITATION" => FinishReason::Recitation,
+        "MALFORMED_FUNCTION_CALL" | "UNEXPECTED_TOOL_CALL" => FinishReason::MalformedFunctionCall,
+        _ => FinishReason::Other,
+    }
+}
 
 /// Reads a `streamGenerateContent` stream.
 pub(crate) struct GenerateDecoder {
     text: String,
+    thoughts: String,
     calls: Vec<(PendingCall, Option<String>)>,
     finish_reason: Option<String>,
-    usage: Option<Usage>,
+    usage: Option<UsageMetadata>,
     usage_cell: UsageCell,
     signatures: Signatures,
 }
@@ -302,6 +321,7 @@ impl GenerateDecoder {
     pub fn new(usage_cell: UsageCell, signatures: Signatures) -> Self {
         GenerateDecoder {
             text: String::new(),
+            thoughts: String::new(),
             calls: Vec::new(),
             finish_reason: None,
             usage: None,
@@ -310,25 +330,27 @@ impl GenerateDecoder {
         }
     }
 
-    fn finish(&mut self, ctx: &Context) -> Item {
+    fn finish(&mut self, _ctx: &Context) -> Item {
         if let Some(usage) = self.usage {
-            http::store_usage(&self.usage_cell, usage, "gemini");
+            http::store_usage(&self.usage_cell, Usage::from(usage), "gemini");
         }
-        let reason = self.finish_reason.as_deref().unwrap_or_default();
-        if self.text.is_empty() && self.calls.is_empty() && BLOCKED.contains(&reason) {
-            return Err(ModelError::new(
-                "blocked",
-                format!(
-                    "{} withheld the answer ({reason}). Rephrase the request.",
-                    ctx.provider
-                ),
-            ));
+        let raw = self.finish_reason.as_deref().unwrap_or_default();
+        let mut reason = finish_reason(raw);
+        if reason == FinishReason::Stop && !self.calls.is_empty() {
+            reason = FinishReason::ToolCalls;
         }
-        let parts = if self.text.is_empty() {
-            Vec::new()
-        } else {
-            vec![Part::Text(std::mem::take(&mut self.text))]
-        };
+        if !reason.is_complete() {
+            tracing::info!(finish_reason = %raw, "the model's answer did not end normally");
+        }
+        let mut parts = Vec::new();
+        if !self.thoughts.is_empty() {
+            parts.push(Part::Reasoning(Reasoning::new(std::mem::take(
+                &mut self.thoughts,
+            ))));
+        }
+        if !self.text.is_empty() {
+            parts.push(Part::Text(std::mem::take(&mut self.text)));
+        }
         let mut calls = Vec::new();
         for (call, signature) in std::mem::take(&mut self.calls) {
             if let (Some(signature), Ok(FunctionCall { name, args, .. })) =
@@ -342,7 +364,10 @@ impl GenerateDecoder {
             }
             calls.push(call);
         }
-        Ok(stream::final_response(parts, calls))
+        let mut response = stream::final_response(parts, calls);
+        response.finish_reason = Some(reason);
+        response.usage_metadata = self.usage;
+        Ok(response)
     }
 }
 
@@ -367,9 +392,15 @@ impl Decoder for GenerateDecoder {
             ));
         }
         if let Some(usage) = wire.usage_metadata {
-            self.usage = Some(Usage {
-                input_tokens: usage.prompt_token_count,
-                output_tokens: usage.candidates_token_count,
+            // Gemini counts thinking apart from the candidates; the engine's count includes it.
+            let thoughts = usage.thoughts_token_count;
+            self.usage = Some(UsageMetadata {
+                prompt_token_count: usage.prompt_token_count,
+                candidates_token_count: usage
+                    .candidates_token_count
+                    .saturating_add(thoughts.unwrap_or(0)),
+                thoughts_token_count: thoughts,
+                cached_content_token_count: usage.cached_content_token_count,
             });
         }
         for candidate in wire.candidates {
@@ -395,11 +426,14 @@ impl Decoder for GenerateDecoder {
                         },
                         part.thought_signature,
                     ));
-                } else if let Some(text) = part.text.filter(|t| !t.is_empty())
-                    && !part.thought
-                {
-                    out.push_back(Ok(stream::partial_text(&text)));
-                    self.text.push_str(&text);
+                } else if let Some(text) = part.text.filter(|t| !t.is_empty()) {
+                    if part.thought {
+                        out.push_back(Ok(stream::partial_reasoning(&text)));
+                        self.thoughts.push_str(&text);
+                    } else {
+                        out.push_back(Ok(stream::partial_text(&text)));
+                        self.text.push_str(&text);
+                    }
                 }
             }
             if let Some(reason) = candidate.finish_reason {

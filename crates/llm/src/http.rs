@@ -91,6 +91,15 @@ pub struct Usage {
     pub output_tokens: u64,
 }
 
+impl From<agent::UsageMetadata> for Usage {
+    fn from(usage: agent::UsageMetadata) -> Self {
+        Usage {
+            input_tokens: usage.prompt_token_count,
+            output_tokens: usage.candidates_token_count,
+        }
+    }
+}
+
 /// Where a provider keeps the usage of its last response; shared with the streams it returns.
 pub(crate) type UsageCell = Arc<Mutex<Option<Usage>>>;
 
@@ -206,19 +215,23 @@ pub(crate) async fn open<D: Decoder>(
             Ok(stream) => return Ok(stream),
             Err(failure) => failure,
         };
+        // The wait the service asked for, from its header or its body (Gemini's RetryInfo).
+        let asked = failure
+            .retry_after
+            .or(failure.error.retry_after_ms.map(Duration::from_millis));
         if !is_retryable(&failure.error) || attempt >= policy.max_retries {
-            return Err(failure.error);
+            return Err(with_wait(failure.error, asked));
         }
-        let wait = match failure.retry_after {
+        let wait = match asked {
             Some(asked) if asked > policy.max_retry_after => {
-                return Err(ModelError::new(
-                    failure.error.code,
-                    format!(
-                        "{} The service asked to wait {} s before trying again.",
-                        failure.error.message,
-                        asked.as_secs()
-                    ),
-                ));
+                // Not worth a frozen turn: the user is told, with the wait, and can count down.
+                let mut error = with_wait(failure.error, Some(asked));
+                error.message = format!(
+                    "{} The service asked to wait {} s before trying again.",
+                    error.message,
+                    asked.as_secs_f64().ceil()
+                );
+                return Err(error);
             }
             Some(asked) => asked,
             None => policy.backoff(attempt),
@@ -232,6 +245,14 @@ pub(crate) async fn open<D: Decoder>(
         );
         tokio::time::sleep(wait).await;
         attempt += 1;
+    }
+}
+
+/// The error with the service's wait attached, when it asked for one.
+fn with_wait(error: ModelError, wait: Option<Duration>) -> ModelError {
+    match wait {
+        Some(wait) => error.with_retry_after(wait),
+        None => error,
     }
 }
 
@@ -250,7 +271,7 @@ async fn attempt_once<D: Decoder>(
         let retry_after = retry_after(response.headers());
         let body = read_error_body(response).await;
         return Err(Failure {
-            error: ctx.status_error(status.as_u16(), &body),
+            error: ctx.status_error(status.as_u16(), &body, retry_after),
             retry_after,
         });
     }

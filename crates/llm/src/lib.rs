@@ -12,16 +12,24 @@
 //! Failures are [`agent::ModelError`]s with stable codes (see [`errors`]). A busy service (429,
 //! 5xx) is retried with backoff before anything reached the engine ([`RetryPolicy`]). Dropping a
 //! stream closes its connection; no task outlives it. Keys ([`ApiKey`]) come from the app's vault
-//! and never appear in a message or a log line. [`PRESETS`] lists the services offered in settings.
+//! and never appear in a message or a log line. [`PRESETS`] lists the services offered in settings,
+//! and [`list_models`] asks a service which models it offers.
+//!
+//! What real services send beyond the happy path is carried through rather than lost: thinking
+//! models' reasoning becomes [`agent::Part::Reasoning`] (and goes back where the service requires
+//! it), every finish reason becomes an [`agent::FinishReason`], token usage an
+//! [`agent::UsageMetadata`] wherever the service put it, and a rate limit's requested wait
+//! rides on the `rate_limited` error ([`agent::ModelError::retry_after_ms`]).
 //!
 //! ```
 //! use llm::{ApiKey, preset};
 //! // The settings screen picked DeepSeek; the key comes from the vault.
 //! let deepseek = preset("deepseek").expect("a listed preset");
 //! let mut config = deepseek.config(Some(ApiKey::new("sk-from-the-vault")));
-//! config.model = "deepseek-reasoner".to_owned();
+//! config.model = "deepseek-v4-pro".to_owned();
+//! assert!(config.options.send_reasoning, "DeepSeek wants its reasoning back");
 //! let model = llm::connect(config)?; // an Arc<dyn agent::Model> for LlmAgent::builder
-//! assert_eq!(model.name(), "deepseek-reasoner");
+//! assert_eq!(model.name(), "deepseek-v4-pro");
 //! # Ok::<(), llm::ConfigError>(())
 //! ```
 
@@ -30,6 +38,7 @@ pub mod errors;
 pub mod gemini;
 mod history;
 pub mod http;
+pub mod models;
 pub mod openai;
 pub mod presets;
 pub mod provider;
@@ -40,6 +49,7 @@ mod stream;
 pub use anthropic::AnthropicProvider;
 pub use gemini::GeminiProvider;
 pub use http::{ConfigError, HttpSettings, RetryPolicy, Usage};
+pub use models::{ListModelsError, list_models};
 pub use openai::{ChatStreamParser, OpenAiProvider};
 pub use presets::{PRESETS, Preset, preset};
 pub use provider::{ModelOptions, ProviderConfig, ProviderKind, ToolChoice, connect};

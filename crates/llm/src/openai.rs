@@ -8,11 +8,25 @@
 //! as `delta.content`; a tool call comes as `delta.tool_calls[]` items keyed by `index`, the first
 //! carrying `id` and `function.name`, later ones fragments of `function.arguments`, which only
 //! parse once all have arrived. With `stream_options.include_usage` a last chunk with no choices
-//! carries the token counts.
+//! carries the token counts; Moonshot puts them in `choices[0].usage` of the last chunk instead,
+//! and several services send them unasked.
+//!
+//! Thinking models (DeepSeek in thinking mode, Kimi K2 thinking, Qwen, GLM) stream their
+//! reasoning as `delta.reasoning_content` (some servers: `delta.reasoning`) before the answer; it
+//! becomes a [`agent::Part::Reasoning`]. DeepSeek and Kimi refuse (HTTP 400, "Missing
+//! `reasoning_content` field in the assistant message") a history in which an assistant message
+//! of a tool-using turn comes back without it, so with [`ModelOptions::send_reasoning`] it is
+//! sent back on every assistant message of a user turn that called tools — and never elsewhere:
+//! OpenAI itself does not know the field.
+//!
+//! [`ModelOptions::send_reasoning`]: crate::ModelOptions::send_reasoning
 
 use std::collections::{BTreeMap, VecDeque};
 
-use agent::{Content, LlmRequest, LlmResponse, Model, ModelError, ModelStream, Part};
+use agent::{
+    Content, FinishReason, LlmRequest, LlmResponse, Model, ModelError, ModelStream, Part,
+    Reasoning, UsageMetadata,
+};
 use async_trait::async_trait;
 use base64::Engine as _;
 use serde::Deserialize;
@@ -49,7 +63,10 @@ impl OpenAiProvider {
         let options = &self.base.options;
         let mut body = Map::new();
         body.insert("model".into(), json!(model));
-        body.insert("messages".into(), Value::Array(messages(request)));
+        body.insert(
+            "messages".into(),
+            Value::Array(messages(request, options.send_reasoning)),
+        );
         body.insert("stream".into(), json!(true));
         if options.include_usage {
             body.insert("stream_options".into(), json!({"include_usage": true}));
@@ -92,15 +109,20 @@ fn tool_choice(choice: &ToolChoice) -> Value {
 }
 
 /// The conversation as Chat Completions messages.
-fn messages(request: &LlmRequest) -> Vec<Value> {
+fn messages(request: &LlmRequest, send_reasoning: bool) -> Vec<Value> {
     let mut out = Vec::new();
     if let Some(system) = history::system_text(request) {
         out.push(json!({"role": "system", "content": system}));
     }
+    let echo = if send_reasoning {
+        tool_turns(&request.contents)
+    } else {
+        vec![false; request.contents.len()]
+    };
     let mut ids = CallIds::default();
-    for content in &request.contents {
+    for (content, echo) in request.contents.iter().zip(echo) {
         if content.is_model() {
-            if let Some(message) = assistant_message(content, &mut ids) {
+            if let Some(message) = assistant_message(content, &mut ids, echo) {
                 out.push(message);
             }
         } else {
@@ -110,8 +132,38 @@ fn messages(request: &LlmRequest) -> Vec<Value> {
     out
 }
 
-fn assistant_message(content: &Content, ids: &mut CallIds) -> Option<Value> {
+/// For each content, whether it belongs to a user turn (from one message of the user to the
+/// next) in which the model called a tool: DeepSeek's rule for which assistant messages must
+/// carry their `reasoning_content` back.
+fn tool_turns(contents: &[Content]) -> Vec<bool> {
+    let mut marks = vec![false; contents.len()];
+    let mut start = 0;
+    let starts_turn = |c: &Content| {
+        !c.is_model()
+            && c.parts
+                .iter()
+                .any(|p| !matches!(p, Part::FunctionResponse(_)))
+    };
+    for end in 1..=contents.len() {
+        if end == contents.len() || starts_turn(&contents[end]) {
+            let turn = &contents[start..end];
+            let called = turn
+                .iter()
+                .any(|c| c.is_model() && c.function_calls().next().is_some());
+            if called {
+                for mark in &mut marks[start..end] {
+                    *mark = true;
+                }
+            }
+            start = end;
+        }
+    }
+    marks
+}
+
+fn assistant_message(content: &Content, ids: &mut CallIds, echo_reasoning: bool) -> Option<Value> {
     let text: String = content.parts.iter().filter_map(Part::text).collect();
+    let reasoning = content.reasoning_text();
     let calls: Vec<Value> = content
         .function_calls()
         .map(|call| {
@@ -130,6 +182,11 @@ fn assistant_message(content: &Content, ids: &mut CallIds) -> Option<Value> {
     }
     let mut message = Map::new();
     message.insert("role".into(), json!("assistant"));
+    if echo_reasoning {
+        // Always present on these messages, empty if the model gave none: the services check
+        // for the field.
+        message.insert("reasoning_content".into(), json!(reasoning));
+    }
     // `null` rather than "" beside tool calls: some compatible servers reject empty content.
     message.insert(
         "content".into(),
@@ -174,7 +231,7 @@ fn user_messages(content: &Content, ids: &mut CallIds, out: &mut Vec<Value>) {
                     items.push(json!({"type": "text", "text": text}));
                 }
             }
-            Part::FunctionCall(_) | Part::FunctionResponse(_) => {}
+            Part::FunctionCall(_) | Part::FunctionResponse(_) | Part::Reasoning(_) => {}
         }
     }
     if items.is_empty() {
@@ -243,12 +300,21 @@ struct Choice {
     message: Option<Delta>,
     #[serde(default)]
     finish_reason: Option<String>,
+    /// Moonshot reports usage here, on the last chunk, rather than at the top level.
+    #[serde(default)]
+    usage: Option<UsageWire>,
 }
 
 #[derive(Deserialize)]
 struct Delta {
     #[serde(default)]
     content: Option<String>,
+    /// DeepSeek, Kimi, Qwen, GLM.
+    #[serde(default)]
+    reasoning_content: Option<String>,
+    /// vLLM, OpenRouter, Ollama.
+    #[serde(default)]
+    reasoning: Option<String>,
     #[serde(default)]
     tool_calls: Option<Vec<ToolCallDelta>>,
 }
@@ -278,15 +344,63 @@ struct UsageWire {
     prompt_tokens: u64,
     #[serde(default)]
     completion_tokens: u64,
+    #[serde(default)]
+    completion_tokens_details: Option<CompletionDetails>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+    /// DeepSeek's name for cached prompt tokens.
+    #[serde(default)]
+    prompt_cache_hit_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct CompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+impl UsageWire {
+    fn metadata(self) -> UsageMetadata {
+        UsageMetadata {
+            prompt_token_count: self.prompt_tokens,
+            candidates_token_count: self.completion_tokens,
+            thoughts_token_count: self
+                .completion_tokens_details
+                .and_then(|d| d.reasoning_tokens),
+            cached_content_token_count: self
+                .prompt_tokens_details
+                .and_then(|d| d.cached_tokens)
+                .or(self.prompt_cache_hit_tokens),
+        }
+    }
+}
+
+/// A Chat Completions finish reason in the engine's words. Besides OpenAI's own, GLM says
+/// `sensitive` for its content filter and `model_context_window_exceeded` when cut off.
+fn finish_reason(reason: &str) -> FinishReason {
+    match reason {
+        "stop" => FinishReason::Stop,
+        "tool_calls" | "function_call" => FinishReason::ToolCalls,
+        "length" | "model_context_window_exceeded" => FinishReason::MaxTokens,
+        "content_filter" | "sensitive" => FinishReason::ContentFilter,
+        _ => FinishReason::Other,
+    }
 }
 
 /// Reads a Chat Completions stream.
 pub(crate) struct ChatDecoder {
     text: String,
+    reasoning: String,
     calls: BTreeMap<u32, PendingCall>,
     last_index: Option<u32>,
     finish_reason: Option<String>,
-    usage: Option<Usage>,
+    usage: Option<UsageMetadata>,
     usage_cell: UsageCell,
 }
 
@@ -294,6 +408,7 @@ impl ChatDecoder {
     pub fn new(usage_cell: UsageCell) -> Self {
         ChatDecoder {
             text: String::new(),
+            reasoning: String::new(),
             calls: BTreeMap::new(),
             last_index: None,
             finish_reason: None,
@@ -340,17 +455,28 @@ impl ChatDecoder {
 
     fn finish(&mut self) -> LlmResponse {
         if let Some(usage) = self.usage {
-            http::store_usage(&self.usage_cell, usage, "openai");
+            http::store_usage(&self.usage_cell, Usage::from(usage), "openai");
         }
-        if self.finish_reason.as_deref() == Some("length") {
-            tracing::info!("the model's answer was cut at its token limit");
+        let reason = self.finish_reason.as_deref().map(finish_reason);
+        if let Some(raw) = &self.finish_reason
+            && !reason.is_some_and(FinishReason::is_complete)
+        {
+            tracing::info!(finish_reason = %raw, "the model's answer did not end normally");
         }
-        let parts = if self.text.is_empty() {
-            Vec::new()
-        } else {
-            vec![Part::Text(std::mem::take(&mut self.text))]
-        };
-        stream::final_response(parts, std::mem::take(&mut self.calls).into_values())
+        let mut parts = Vec::new();
+        if !self.reasoning.is_empty() {
+            parts.push(Part::Reasoning(Reasoning::new(std::mem::take(
+                &mut self.reasoning,
+            ))));
+        }
+        if !self.text.is_empty() {
+            parts.push(Part::Text(std::mem::take(&mut self.text)));
+        }
+        let mut response =
+            stream::final_response(parts, std::mem::take(&mut self.calls).into_values());
+        response.finish_reason = reason;
+        response.usage_metadata = self.usage;
+        response
     }
 
     fn chunk(
@@ -363,17 +489,25 @@ impl ChatDecoder {
             return Err(ctx.stream_error(&ErrorInfo::from_value(&error)));
         }
         if let Some(usage) = chunk.usage {
-            self.usage = Some(Usage {
-                input_tokens: usage.prompt_tokens,
-                output_tokens: usage.completion_tokens,
-            });
+            self.usage = Some(usage.metadata());
         }
         for choice in chunk.choices {
             // One answer is asked for (n = 1); other indexes would be extra candidates.
             if choice.index != 0 {
                 continue;
             }
+            if let Some(usage) = choice.usage {
+                self.usage = Some(usage.metadata());
+            }
             if let Some(delta) = choice.delta.or(choice.message) {
+                if let Some(thought) = delta
+                    .reasoning_content
+                    .or(delta.reasoning)
+                    .filter(|t| !t.is_empty())
+                {
+                    out.push_back(Ok(stream::partial_reasoning(&thought)));
+                    self.reasoning.push_str(&thought);
+                }
                 if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
                     out.push_back(Ok(stream::partial_text(&text)));
                     self.text.push_str(&text);
@@ -424,7 +558,11 @@ impl Decoder for ChatDecoder {
         let chunk: Chunk = stream::parse_json(body, ctx)?;
         let mut ignored = VecDeque::new();
         self.chunk(chunk, ctx, &mut ignored)?;
-        if self.finish_reason.is_none() && self.text.is_empty() && self.calls.is_empty() {
+        if self.finish_reason.is_none()
+            && self.text.is_empty()
+            && self.reasoning.is_empty()
+            && self.calls.is_empty()
+        {
             return Err(ctx.malformed("the response has no choices"));
         }
         Ok(self.finish())

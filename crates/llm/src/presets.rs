@@ -24,20 +24,47 @@ pub struct Preset {
     pub key_name: Option<&'static str>,
     /// Whether a request without a key is certain to fail (so settings can ask for it first).
     pub key_required: bool,
+    /// OpenAI-compatible: whether the service accepts `stream_options.include_usage`
+    /// ([`crate::ModelOptions::include_usage`]).
+    pub include_usage: bool,
+    /// OpenAI-compatible: whether the service wants thinking models' `reasoning_content` back
+    /// on tool-using turns ([`crate::ModelOptions::send_reasoning`]).
+    pub send_reasoning: bool,
 }
 
 impl Preset {
     /// The provider settings for this preset with its default model, timeouts and options.
     pub fn config(&self, api_key: Option<ApiKey>) -> ProviderConfig {
-        ProviderConfig::new(
+        let mut config = ProviderConfig::new(
             self.kind,
             self.name_en,
             self.base_url,
             self.default_model,
             api_key,
-        )
+        );
+        config.options.include_usage = self.include_usage;
+        config.options.send_reasoning = self.send_reasoning;
+        config
     }
 }
+
+// Default models as the providers' own pages listed them on 2026-12-01 (looked up, not
+// recalled):
+// - OpenAI: gpt-4.1-mini shuts down 2027-01-14, replacement `gpt-6-luna`
+//   (developers.openai.com/api/docs/deprecations).
+// - DeepSeek: `deepseek-chat` / `deepseek-reasoner` were retired 2026-07-24; the model to use is
+//   `deepseek-flash`, base URL https://api.deepseek.com (api-docs.deepseek.com/quick_start/pricing).
+// - Qwen: `qwen-plus` is the rolling Plus alias on both regions; the international (Singapore)
+//   endpoint is dashscope-intl.aliyuncs.com (alibabacloud.com/help/en/model-studio/
+//   compatibility-of-openai-with-dashscope). Keys are per region.
+// - Doubao: the 1.5/1.6 series is discontinued; `doubao-seed-1-8-251228` (volcengine Ark model list).
+// - Moonshot: kimi-k2-0905-preview and the other 2025 ids were discontinued in 2026; `kimi-k2.6`;
+//   international host api.moonshot.ai (platform.moonshot.ai docs; `GET /v1/models`).
+// - Zhipu: `glm-5.3` (docs.bigmodel.cn API reference). GLM rejects `stream_options`.
+// - Anthropic: Claude Sonnet 4.5 retired 2026-11-30; current Sonnet `claude-sonnet-5-5`
+//   (platform.claude.com/docs/en/models/sonnet-5-5/overview).
+// - Gemini: gemini-2.5-flash was shut down (requests routed elsewhere since 2026-12-01); GA
+//   `gemini-3.8-flash` (ai.google.dev/gemini-api/docs/deprecations).
 
 /// Every preset, in the order settings lists them.
 pub const PRESETS: &[Preset] = &[
@@ -47,29 +74,48 @@ pub const PRESETS: &[Preset] = &[
         name_en: "OpenAI",
         kind: ProviderKind::OpenAiCompatible,
         base_url: "https://api.openai.com/v1",
-        default_model: "gpt-4.1-mini",
+        default_model: "gpt-6-luna",
         key_name: Some("openai_api_key"),
         key_required: true,
+        include_usage: true,
+        // OpenAI's Chat Completions has no `reasoning_content` on messages.
+        send_reasoning: false,
     },
     Preset {
         id: "deepseek",
         name_zh: "深度求索 DeepSeek",
         name_en: "DeepSeek",
         kind: ProviderKind::OpenAiCompatible,
-        base_url: "https://api.deepseek.com/v1",
-        default_model: "deepseek-chat",
+        base_url: "https://api.deepseek.com",
+        default_model: "deepseek-flash",
         key_name: Some("deepseek_api_key"),
         key_required: true,
+        include_usage: true,
+        send_reasoning: true,
     },
     Preset {
         id: "qwen",
-        name_zh: "通义千问（阿里云百炼）",
-        name_en: "Qwen (Alibaba Cloud DashScope)",
+        name_zh: "通义千问（阿里云百炼·北京）",
+        name_en: "Qwen (Alibaba Cloud Model Studio, Beijing)",
         kind: ProviderKind::OpenAiCompatible,
         base_url: "https://dashscope.aliyuncs.com/compatible-mode/v1",
         default_model: "qwen-plus",
         key_name: Some("dashscope_api_key"),
         key_required: true,
+        include_usage: true,
+        send_reasoning: false,
+    },
+    Preset {
+        id: "qwen_intl",
+        name_zh: "通义千问（阿里云百炼·国际站）",
+        name_en: "Qwen (Alibaba Cloud Model Studio, international)",
+        kind: ProviderKind::OpenAiCompatible,
+        base_url: "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
+        default_model: "qwen-plus",
+        key_name: Some("dashscope_intl_api_key"),
+        key_required: true,
+        include_usage: true,
+        send_reasoning: false,
     },
     Preset {
         id: "doubao",
@@ -77,19 +123,36 @@ pub const PRESETS: &[Preset] = &[
         name_en: "Doubao (Volcengine Ark)",
         kind: ProviderKind::OpenAiCompatible,
         base_url: "https://ark.cn-beijing.volces.com/api/v3",
-        default_model: "doubao-1-5-pro-32k-250115",
+        default_model: "doubao-seed-1-8-251228",
         key_name: Some("ark_api_key"),
         key_required: true,
+        include_usage: true,
+        // Ark serves DeepSeek and Kimi thinking models too, with their rule.
+        send_reasoning: true,
     },
     Preset {
         id: "moonshot",
-        name_zh: "月之暗面 Kimi",
-        name_en: "Moonshot Kimi",
+        name_zh: "月之暗面 Kimi（中国站）",
+        name_en: "Moonshot Kimi (China)",
         kind: ProviderKind::OpenAiCompatible,
         base_url: "https://api.moonshot.cn/v1",
-        default_model: "kimi-k2-0905-preview",
+        default_model: "kimi-k2.6",
         key_name: Some("moonshot_api_key"),
         key_required: true,
+        include_usage: true,
+        send_reasoning: true,
+    },
+    Preset {
+        id: "moonshot_intl",
+        name_zh: "月之暗面 Kimi（国际站）",
+        name_en: "Moonshot Kimi (international)",
+        kind: ProviderKind::OpenAiCompatible,
+        base_url: "https://api.moonshot.ai/v1",
+        default_model: "kimi-k2.6",
+        key_name: Some("moonshot_intl_api_key"),
+        key_required: true,
+        include_usage: true,
+        send_reasoning: true,
     },
     Preset {
         id: "zhipu",
@@ -97,9 +160,12 @@ pub const PRESETS: &[Preset] = &[
         name_en: "Zhipu GLM",
         kind: ProviderKind::OpenAiCompatible,
         base_url: "https://open.bigmodel.cn/api/paas/v4",
-        default_model: "glm-4.5",
+        default_model: "glm-5.3",
         key_name: Some("zhipu_api_key"),
         key_required: true,
+        // GLM does not accept `stream_options`; it sends usage on its last chunk unasked.
+        include_usage: false,
+        send_reasoning: true,
     },
     Preset {
         id: "anthropic",
@@ -107,9 +173,11 @@ pub const PRESETS: &[Preset] = &[
         name_en: "Anthropic Claude",
         kind: ProviderKind::Anthropic,
         base_url: "https://api.anthropic.com/v1",
-        default_model: "claude-sonnet-4-5",
+        default_model: "claude-sonnet-5-5",
         key_name: Some("anthropic_api_key"),
         key_required: true,
+        include_usage: false,
+        send_reasoning: false,
     },
     Preset {
         id: "gemini",
@@ -117,9 +185,11 @@ pub const PRESETS: &[Preset] = &[
         name_en: "Google Gemini",
         kind: ProviderKind::Gemini,
         base_url: "https://generativelanguage.googleapis.com/v1beta",
-        default_model: "gemini-2.5-flash",
+        default_model: "gemini-3.8-flash",
         key_name: Some("gemini_api_key"),
         key_required: true,
+        include_usage: false,
+        send_reasoning: false,
     },
     Preset {
         id: "ollama",
@@ -130,6 +200,8 @@ pub const PRESETS: &[Preset] = &[
         default_model: "qwen3:8b",
         key_name: None,
         key_required: false,
+        include_usage: true,
+        send_reasoning: false,
     },
     Preset {
         id: "custom",
@@ -140,6 +212,9 @@ pub const PRESETS: &[Preset] = &[
         default_model: "",
         key_name: Some("custom_api_key"),
         key_required: false,
+        include_usage: true,
+        // Gateways in front of DeepSeek or Kimi need it; the others ignore a field they do not know.
+        send_reasoning: true,
     },
 ];
 

@@ -51,6 +51,10 @@ pub struct ModelOptions {
     /// OpenAI-compatible only: ask for a final usage chunk (`stream_options.include_usage`).
     /// A few compatible servers refuse unknown options; their presets turn it off.
     pub include_usage: bool,
+    /// OpenAI-compatible only: send the model's reasoning back as `reasoning_content` on the
+    /// assistant messages of tool-using turns, which DeepSeek and Kimi thinking models require
+    /// and OpenAI does not accept. Each preset says; off by default.
+    pub send_reasoning: bool,
 }
 
 impl ModelOptions {
@@ -65,6 +69,7 @@ impl Default for ModelOptions {
             max_tokens: None,
             temperature: None,
             include_usage: true,
+            send_reasoning: false,
         }
     }
 }

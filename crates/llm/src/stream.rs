@@ -5,7 +5,9 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use agent::{Content, FunctionCall, LlmResponse, MalformedCall, ModelError, Part, ROLE_MODEL};
+use agent::{
+    Content, FunctionCall, LlmResponse, MalformedCall, ModelError, Part, ROLE_MODEL, Reasoning,
+};
 use bytes::Bytes;
 use futures::stream::{self, BoxStream, Stream, StreamExt};
 use serde_json::{Map, Value};
@@ -247,10 +249,19 @@ pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(
 
 /// A streamed text delta as the engine wants it.
 pub(crate) fn partial_text(text: &str) -> LlmResponse {
+    partial(Part::from_text(text))
+}
+
+/// A streamed reasoning delta: shown live as the model thinks, never as answer text.
+pub(crate) fn partial_reasoning(text: &str) -> LlmResponse {
+    partial(Part::Reasoning(Reasoning::new(text)))
+}
+
+fn partial(part: Part) -> LlmResponse {
     LlmResponse {
-        content: Content::new(ROLE_MODEL, vec![Part::from_text(text)]),
+        content: Content::new(ROLE_MODEL, vec![part]),
         partial: Some(true),
-        malformed_calls: Vec::new(),
+        ..LlmResponse::default()
     }
 }
 
@@ -334,6 +345,7 @@ pub(crate) fn final_response(
         content: Content::new(ROLE_MODEL, parts),
         partial: None,
         malformed_calls,
+        ..LlmResponse::default()
     }
 }
 

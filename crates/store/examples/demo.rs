@@ -82,6 +82,7 @@ fn main() -> anyhow::Result<()> {
                     serde_json::Value::Object(r.response.clone())
                 ),
                 Part::InlineData(blob) => format!("[{} bytes]", blob.raw_data.len()),
+                Part::Reasoning(r) => format!("(thinking) {}", r.text),
             };
             println!("  #{} {:<9} {shown}", seq + 1, event.author);
         }

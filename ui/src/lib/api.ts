@@ -14,6 +14,7 @@ import type { CallView } from './bindings/CallView';
 import type { DecisionInput } from './bindings/DecisionInput';
 import type { EditCheckView } from './bindings/EditCheckView';
 import type { ExportFormat } from './bindings/ExportFormat';
+import type { ModelListView } from './bindings/ModelListView';
 import type { RuleView } from './bindings/RuleView';
 import type { SavedSettings } from './bindings/SavedSettings';
 import type { SessionView } from './bindings/SessionView';
@@ -78,6 +79,8 @@ export const api = {
   setAutonomy: (sessionId: string, mode: AutonomyInput) => invoke<AutonomyView>('set_autonomy', { sessionId, mode }),
   /** Checks an approval's edited arguments and previews them, before Approve is enabled. */
   checkEdit: (callId: string, args: Record<string, unknown>) => invoke<EditCheckView>('check_edit', { callId, args }),
+  listModels: (preset: string, baseUrl: string | null) =>
+    invoke<ModelListView>('list_models', { preset, baseUrl }),
 
   onEvent: (handler: (ev: UiEventView) => void): Promise<UnlistenFn> =>
     listen<UiEventView>('companion://event', (e) => handler(e.payload)),

@@ -4,11 +4,13 @@
 import { en as updatesEn, zh as updatesZh } from './i18n/updates';
 import * as tenants from './i18n/tenants';
 import { en as approvalsEn, zh as approvalsZh } from './i18n/approvals';
+import * as providers from './i18n/providers';
 
 export type Lang = 'zh' | 'en';
 
 export const en = {
   ...updatesEn,
+  ...providers.en,
   app_name: 'Feishu Companion',
   new_conversation: 'New conversation',
   untitled: 'New conversation',
@@ -259,6 +261,7 @@ export type Key = keyof typeof en;
 
 export const zh: Record<Key, string> = {
   ...updatesZh,
+  ...providers.zh,
   app_name: '飞书助手',
   new_conversation: '新对话',
   untitled: '新对话',

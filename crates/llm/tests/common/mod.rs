@@ -275,6 +275,8 @@ pub fn fast() -> HttpSettings {
 #[derive(Debug)]
 pub struct Outcome {
     pub partials: Vec<String>,
+    /// The reasoning of the partial items, in order (thinking models).
+    pub reasoning: Vec<String>,
     pub last: Result<LlmResponse, ModelError>,
     /// Items after the final one (there must be none).
     pub extra: usize,
@@ -308,6 +310,7 @@ pub async fn run(model: &dyn Model, request: agent::LlmRequest) -> Outcome {
             Err(e) => {
                 return Outcome {
                     partials: Vec::new(),
+                    reasoning: Vec::new(),
                     last: Err(e),
                     extra: 0,
                 };
@@ -321,6 +324,7 @@ pub async fn run(model: &dyn Model, request: agent::LlmRequest) -> Outcome {
 
 async fn read(mut stream: ModelStream) -> Outcome {
     let mut partials = Vec::new();
+    let mut reasoning = Vec::new();
     let mut last = None;
     let mut extra = 0;
     while let Some(item) = stream.next().await {
@@ -332,13 +336,19 @@ async fn read(mut stream: ModelStream) -> Outcome {
             Ok(response) if response.is_partial() => {
                 assert!(response.content.is_model());
                 assert!(response.content.function_calls().next().is_none());
-                partials.push(response.content.text());
+                let thought = response.content.reasoning_text();
+                if thought.is_empty() {
+                    partials.push(response.content.text());
+                } else {
+                    reasoning.push(thought);
+                }
             }
             other => last = Some(other),
         }
     }
     Outcome {
         partials,
+        reasoning,
         last: last.expect("the stream ended without a final item"),
         extra,
     }

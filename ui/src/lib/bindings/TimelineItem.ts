@@ -33,11 +33,7 @@ author: string,
 /**
  * Markdown.
  */
-text: string, 
-/**
- * The user stopped the answer while it was being written: this is what it had said.
- */
-stopped: boolean, } | { "kind": "tool", 
+text: string, } | { "kind": "tool", 
 /**
  * The function call id.
  */
@@ -75,10 +71,65 @@ at: number,
  */
 level: string, 
 /**
- * As the engine or the model service wrote it (for a tooltip).
+ * For the user.
  */
 text: string, 
 /**
- * For the user, in their language.
+ * The error's stable code (`rate_limited`, `quota_exceeded`, …), for words in the
+ * user's language; `None` for other notices.
  */
-message: Text, };
+code: string | null, 
+/**
+ * When a rate-limited request may be tried again (milliseconds since the epoch), when
+ * the service said.
+ */
+retry_at: number | null, } | { "kind": "reasoning", 
+/**
+ * The event id.
+ */
+id: string, 
+/**
+ * When.
+ */
+at: number, 
+/**
+ * The reasoning, as the model wrote it.
+ */
+text: string, } | { "kind": "stopped", 
+/**
+ * The event id.
+ */
+id: string, 
+/**
+ * When.
+ */
+at: number, 
+/**
+ * `max_tokens`, `content_filter`, `refusal`, `recitation`, `malformed_function_call`,
+ * `other`.
+ */
+reason: string, } | { "kind": "usage", 
+/**
+ * The event id.
+ */
+id: string, 
+/**
+ * The turn.
+ */
+invocation_id: string, 
+/**
+ * When.
+ */
+at: number, 
+/**
+ * Tokens of the request.
+ */
+input_tokens: number, 
+/**
+ * Tokens generated, reasoning included.
+ */
+output_tokens: number, 
+/**
+ * Of those, tokens spent reasoning.
+ */
+reasoning_tokens: number, };
