@@ -349,6 +349,8 @@ async fn check_edit(
 ) -> Answer<EditCheckView> {
     let c = shell.companion().await?;
     c.check_edit(&call_id, args).await.map_err(text)
+}
+
 /// The models a preset's service offers, for the model picker (the stored key is used).
 #[tauri::command]
 async fn list_models(

@@ -122,9 +122,14 @@ async fn a_proposal_rejected_with_a_reason_as_the_ui_sees_it() {
         i,
         TimelineItem::Tool { call_id: id, result: Some(r), .. } if *id == call_id && r.is_error
     )));
+    // The last entry but the turn's token usage, which follows it.
+    assert!(matches!(
+        view.items.iter().rev().find(|i| !matches!(i, TimelineItem::Usage { .. })),
+        Some(TimelineItem::Assistant { text, .. }) if text.contains("这次先不创建")
+    ));
     assert!(matches!(
         view.items.last(),
-        Some(TimelineItem::Assistant { text, .. }) if text.contains("这次先不创建")
+        Some(TimelineItem::Usage { .. })
     ));
     assert!(app.pending_calls().unwrap().is_empty());
 

@@ -37,6 +37,7 @@ impl Engine {
         let now = self.now();
         let rules = self.inner.store.rules()?;
         let mode = Autonomy::from_value(s.state.get(AUTONOMY_VARIABLE), now);
+        let (finish_reason, usage) = (response.finish_reason, response.usage_metadata);
         let mut content = response.content;
         content.role = Some(ROLE_MODEL.to_owned());
         let mut calls: Vec<CallRecord> = Vec::new();
@@ -299,6 +300,8 @@ impl Engine {
         model_event.actions.state_delta = delta;
         model_event.long_running_tool_ids = held.into_iter().collect();
         model_event.turn_complete = !had_calls;
+        model_event.finish_reason = finish_reason;
+        model_event.usage_metadata = usage;
         commit.events.push(model_event);
         for (mut record, result, actions, note) in answers {
             let (event, outcome) = self.response_event(turn, &record, result, actions, note);

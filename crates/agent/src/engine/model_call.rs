@@ -13,10 +13,24 @@ use crate::content::{
     Content, FunctionCall, FunctionResponse, Part, ROLE_MODEL, ROLE_USER, TRANSFER_TO_AGENT,
 };
 use crate::event::Event;
-use crate::llm::{FunctionDeclaration, LlmRequest, LlmResponse, ToolDeclaration};
+use crate::llm::{FinishReason, FunctionDeclaration, LlmRequest, LlmResponse, ToolDeclaration};
 use crate::model::ModelError;
 use crate::persist::CallStatus;
 use crate::state::StateMap;
+
+/// What the model is told when its function call could not be read and it is asked again.
+const RETRY_NOTE: &str = "(Note from the app, not the user: your previous reply ended in a function call that could not be read — it was malformed, or cut off at the output limit. Call the function again with complete, valid JSON arguments and keep them short, or answer in text.)";
+
+/// Whether an answer ended in a function call the service could not read (Gemini's
+/// `MALFORMED_FUNCTION_CALL`) or one cut off at the output limit: worth asking again once
+/// before the user is told.
+fn unreadable_call(response: &LlmResponse) -> bool {
+    match response.finish_reason {
+        Some(FinishReason::MalformedFunctionCall) => true,
+        Some(FinishReason::MaxTokens) => !response.malformed_calls.is_empty(),
+        _ => false,
+    }
+}
 
 impl Engine {
     /// Builds the request, runs the model callbacks and streams the model's answer.
@@ -33,19 +47,36 @@ impl Engine {
             .find_map(|cb| cb(&mut ctx, &mut request));
         Self::absorb(turn, &mut ctx, &mut delta);
         if response.is_none() {
-            let mut written = String::new();
-            let streamed = tokio::select! {
-                biased;
-                () = turn.cancel.cancelled() => None,
-                streamed = self.stream_model(s, turn, &agent, request, &mut written) => Some(streamed),
-            };
-            match streamed {
-                Some(Ok(r)) => response = Some(r),
-                Some(Err(error)) => return ModelOutcome::Failed(error, delta),
-                None => {
-                    let partial = (!written.trim().is_empty())
-                        .then(|| Content::new(ROLE_MODEL, vec![Part::from_text(written)]));
-                    return ModelOutcome::Cancelled(partial);
+            let mut request = Some(request);
+            let mut retried = false;
+            while let Some(attempt) = request.take() {
+                let mut written = String::new();
+                let streamed = tokio::select! {
+                    biased;
+                    () = turn.cancel.cancelled() => None,
+                    streamed = self.stream_model(s, turn, &agent, attempt, &mut written) => Some(streamed),
+                };
+                match streamed {
+                    Some(Ok(r)) if !retried && unreadable_call(&r) => {
+                        // Asked again once, with a note; the failed answer is not recorded.
+                        tracing::info!(
+                            finish_reason = ?r.finish_reason,
+                            "the model's function call could not be read; asking again once"
+                        );
+                        retried = true;
+                        let mut again = self.build_request(s, node);
+                        again
+                            .contents
+                            .push(Content::new(ROLE_USER, vec![Part::from_text(RETRY_NOTE)]));
+                        request = Some(again);
+                    }
+                    Some(Ok(r)) => response = Some(r),
+                    Some(Err(error)) => return ModelOutcome::Failed(error, delta),
+                    None => {
+                        let partial = (!written.trim().is_empty())
+                            .then(|| Content::new(ROLE_MODEL, vec![Part::from_text(written)]));
+                        return ModelOutcome::Cancelled(partial);
+                    }
                 }
             }
         }

@@ -410,6 +410,7 @@ impl Engine {
                     let mut event = self.agent_event(turn, None);
                     event.error_code = Some(error.code.clone());
                     event.error_message = Some(error.message.clone());
+                    event.retry_after_ms = error.retry_after_ms;
                     event.actions.state_delta = delta;
                     event.turn_complete = true;
                     return self.finish(s, turn, InvocationStatus::Failed, vec![event]);

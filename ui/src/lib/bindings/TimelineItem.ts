@@ -33,7 +33,11 @@ author: string,
 /**
  * Markdown.
  */
-text: string, } | { "kind": "tool", 
+text: string, 
+/**
+ * The user stopped the answer while it was being written: this is what it had said.
+ */
+stopped: boolean, } | { "kind": "tool", 
 /**
  * The function call id.
  */
@@ -71,9 +75,13 @@ at: number,
  */
 level: string, 
 /**
- * For the user.
+ * As the engine or the model service wrote it (for a tooltip).
  */
 text: string, 
+/**
+ * For the user, in their language.
+ */
+message: Text, 
 /**
  * The error's stable code (`rate_limited`, `quota_exceeded`, …), for words in the
  * user's language; `None` for other notices.
