@@ -11,11 +11,8 @@ use companion::Settings;
 use companion::check::CheckView;
 use companion::view::{
     AccountView, AppInfo, AuditQuery, AuditView, AutonomyInput, AutonomyView, BatchDecision,
-    CallView, DecisionInput, EditCheckView, ExportFormat, RuleView, SavedSettings, SessionView,
-    SettingsView, SettlementInput, SignInTicketView, TimelineView, TurnView,
-    AccountView, AppInfo, AuditQuery, AuditView, BatchDecision, CallView, DecisionInput,
-    ExportFormat, ModelListView, RuleView, SavedSettings, SessionView, SettingsView,
-    SettlementInput, SignInTicketView, TimelineView, TurnView,
+    CallView, DecisionInput, EditCheckView, ExportFormat, ModelListView, RuleView, SavedSettings,
+    SessionView, SettingsView, SettlementInput, SignInTicketView, TimelineView, TurnView,
 };
 use tauri::ipc::Invoke;
 use tauri::{AppHandle, Runtime, State};

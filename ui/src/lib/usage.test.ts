@@ -17,7 +17,7 @@ describe('token usage per turn', () => {
     const items: Entry[] = [
       { kind: 'user', id: 'u1', at: 0, text: '明天？' },
       usage('e1', 'inv1', 100, 20, 10),
-      { kind: 'assistant', id: 'e2', at: 0, author: 'a', text: '明天有周会。' },
+      { kind: 'assistant', id: 'e2', at: 0, author: 'a', text: '明天有周会。', stopped: false },
       usage('e2', 'inv1', 150, 30, 5),
       { kind: 'user', id: 'u2', at: 0, text: '谢谢' },
       usage('e3', 'inv2', 200, 5),
