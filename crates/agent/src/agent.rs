@@ -204,6 +204,9 @@ impl LlmAgent {
         let Some(entry) = self.tools.get(tool) else {
             return Err(format!("unknown tool {tool}"));
         };
+        // The tool's own check names the argument and what it should look like, which says more
+        // than the schema's `pattern` failing on the same value.
+        entry.tool.check_args(args)?;
         let instance = Value::Object(args.clone());
         let errors: Vec<String> = entry
             .validator

@@ -29,6 +29,13 @@ pub trait AgentTool: Send + Sync {
         false
     }
 
+    /// Checks the arguments beyond what the JSON Schema can say (for instance that an id cannot
+    /// leave its endpoint). Run by the engine with the schema, before a call is held or run; the
+    /// error is shown to the model and recorded in the audit trail.
+    fn check_args(&self, _args: &Map<String, Value>) -> Result<(), String> {
+        Ok(())
+    }
+
     /// The Feishu scopes the tool needs.
     fn scopes(&self) -> Vec<String> {
         Vec::new()

@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 
 use crate::config::Endpoints;
 use crate::flow::missing_scopes_from_error;
+use crate::ids::{ApiPath, BadId};
 use crate::tokens::{TokenError, TokenManager};
 
 /// How hard the client tries before giving up.
@@ -105,6 +106,9 @@ pub enum ApiError {
     /// The token could not be had for another reason (store failure, bad settings).
     #[error(transparent)]
     Token(TokenError),
+    /// An id does not have its kind's shape: refused before any request.
+    #[error(transparent)]
+    BadId(#[from] BadId),
 }
 
 fn scopes_suffix(scopes: &[String]) -> String {
@@ -182,7 +186,7 @@ impl ApiClient {
     pub async fn call(
         &self,
         method: Method,
-        path: &str,
+        path: &ApiPath,
         query: &[(&str, String)],
         body: Option<&Value>,
     ) -> Result<Value, ApiError> {
@@ -195,7 +199,7 @@ impl ApiClient {
     pub async fn call_unrepeatable(
         &self,
         method: Method,
-        path: &str,
+        path: &ApiPath,
         query: &[(&str, String)],
         body: Option<&Value>,
     ) -> Result<Value, ApiError> {
@@ -205,12 +209,14 @@ impl ApiClient {
     async fn request(
         &self,
         method: Method,
-        path: &str,
+        path: &ApiPath,
         query: &[(&str, String)],
         body: Option<&Value>,
         repeatable: bool,
     ) -> Result<Value, ApiError> {
         let url = self.endpoints.api(path);
+        let path = path.to_string();
+        let path = path.as_str();
         let mut rate_waits = 0;
         let mut server_attempts = 0;
         let mut refreshed = false;
@@ -248,56 +254,47 @@ impl ApiClient {
                 .text()
                 .await
                 .map_err(|_| ApiError::Network("the answer was cut off".into()))?;
-            let parsed: Option<Value> = serde_json::from_str(&text).ok();
-            let code = parsed
-                .as_ref()
-                .and_then(|v| v.get("code"))
-                .and_then(Value::as_i64);
-            if status == 429 || code == Some(99991400) {
-                let reset = header(&headers, "x-ogw-ratelimit-reset")
-                    .and_then(|v| v.trim().parse::<u64>().ok())
-                    .map_or(Duration::from_secs(1), Duration::from_secs);
-                if rate_waits < self.policy.rate_limit_waits
-                    && reset <= self.policy.max_rate_limit_wait
-                {
-                    rate_waits += 1;
-                    tracing::info!(
-                        path,
-                        wait_ms = reset.as_millis() as u64,
-                        "rate limited by Feishu; waiting"
-                    );
-                    // A little past the reset, so the retry lands in the new window.
-                    tokio::time::sleep(reset + Duration::from_millis(50)).await;
-                    continue;
+            let reset = header(&headers, "x-ogw-ratelimit-reset");
+            match decode_answer(status, reset.as_deref(), log_id.clone(), &text) {
+                Answer::Data(data) => return Ok(data),
+                Answer::RateLimited { reset } => {
+                    if rate_waits < self.policy.rate_limit_waits
+                        && reset <= self.policy.max_rate_limit_wait
+                    {
+                        rate_waits += 1;
+                        tracing::info!(
+                            path,
+                            wait_ms = reset.as_millis() as u64,
+                            "rate limited by Feishu; waiting"
+                        );
+                        // A little past the reset, so the retry lands in the new window.
+                        tokio::time::sleep(reset + Duration::from_millis(50)).await;
+                        continue;
+                    }
+                    return Err(ApiError::RateLimited { reset });
                 }
-                return Err(ApiError::RateLimited { reset });
-            }
-            if status >= 500 {
-                server_attempts += 1;
-                if repeatable && server_attempts <= self.policy.server_retries {
-                    tracing::warn!(
-                        path,
-                        status,
-                        log_id = log_id.as_deref(),
-                        "Feishu server error; retrying"
-                    );
-                    self.backoff(server_attempts).await;
-                    continue;
+                Answer::ServerError => {
+                    server_attempts += 1;
+                    if repeatable && server_attempts <= self.policy.server_retries {
+                        tracing::warn!(
+                            path,
+                            status,
+                            log_id = log_id.as_deref(),
+                            "Feishu server error; retrying"
+                        );
+                        self.backoff(server_attempts).await;
+                        continue;
+                    }
+                    return Err(ApiError::Server {
+                        http_status: status,
+                        attempts: server_attempts,
+                        log_id,
+                    });
                 }
-                return Err(ApiError::Server {
-                    http_status: status,
-                    attempts: server_attempts,
-                    log_id,
-                });
-            }
-            let Some(value) = parsed else {
-                return Err(ApiError::Malformed(format!(
-                    "HTTP {status} with a body that is not JSON"
-                )));
-            };
-            match code {
-                Some(0) => return Ok(value.get("data").cloned().unwrap_or(Value::Null)),
-                Some(99991677 | 99991668) if !refreshed => {
+                Answer::TokenRejected(error) => {
+                    if refreshed {
+                        return Err(error);
+                    }
                     refreshed = true;
                     token = self
                         .tokens
@@ -305,34 +302,7 @@ impl ApiClient {
                         .await
                         .map_err(token_error)?;
                 }
-                Some(99991679) => {
-                    return Err(ApiError::NeedsAuth {
-                        scopes: missing_scopes_from_error(&value),
-                    });
-                }
-                Some(99991672) => {
-                    return Err(ApiError::ScopeNotEnabled {
-                        message: value
-                            .get("msg")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_owned(),
-                        log_id,
-                    });
-                }
-                other => {
-                    return Err(ApiError::Feishu {
-                        http_status: status,
-                        code: other.unwrap_or(-1),
-                        msg: value
-                            .get("msg")
-                            .and_then(Value::as_str)
-                            .unwrap_or("no message")
-                            .to_owned(),
-                        log_id,
-                        body: Box::new(value),
-                    });
-                }
+                Answer::Failed(error) => return Err(error),
             }
         }
     }
@@ -351,7 +321,7 @@ impl ApiClient {
     /// in `data`, e.g. `items`). Stops at `max_items` when given.
     pub fn paginate<'a>(
         &'a self,
-        path: &'a str,
+        path: &'a ApiPath,
         query: Vec<(&'a str, String)>,
         items_key: &'a str,
         style: PageStyle,
@@ -408,7 +378,7 @@ impl ApiClient {
     /// Collects a paginated list into a vector.
     pub async fn collect(
         &self,
-        path: &str,
+        path: &ApiPath,
         query: Vec<(&str, String)>,
         items_key: &str,
         style: PageStyle,
@@ -421,6 +391,86 @@ impl ApiClient {
             items.push(item?);
         }
         Ok(items)
+    }
+}
+
+/// What one answer of the Open API means, decided on its HTTP status and Feishu's `code`, never
+/// on `msg`.
+#[derive(Debug)]
+pub enum Answer {
+    /// `code` 0: the call's `data` (`null` when absent).
+    Data(Value),
+    /// HTTP 429 or `code` 99991400: wait this long (`x-ogw-ratelimit-reset`, 1 s when absent).
+    RateLimited {
+        /// Until the rate-limit window resets.
+        reset: Duration,
+    },
+    /// HTTP 5xx: Feishu failed on its side.
+    ServerError,
+    /// 99991677/99991668: the access token expired or is invalid; refresh once, else this error.
+    TokenRejected(ApiError),
+    /// Anything else: the error to report.
+    Failed(ApiError),
+}
+
+/// Decodes one answer of the Open API: the HTTP `status`, the `x-ogw-ratelimit-reset` header,
+/// Feishu's `x-tt-logid` and the body. Total over every input: a body that is not Feishu's
+/// `{code,msg,data}` envelope is [`ApiError::Malformed`], never a panic.
+pub fn decode_answer(
+    status: u16,
+    ratelimit_reset: Option<&str>,
+    log_id: Option<String>,
+    body: &str,
+) -> Answer {
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    let code = parsed
+        .as_ref()
+        .and_then(|v| v.get("code"))
+        .and_then(Value::as_i64);
+    if status == 429 || code == Some(99991400) {
+        let reset = ratelimit_reset
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map_or(Duration::from_secs(1), Duration::from_secs);
+        return Answer::RateLimited { reset };
+    }
+    if status >= 500 {
+        return Answer::ServerError;
+    }
+    let Some(value) = parsed else {
+        return Answer::Failed(ApiError::Malformed(format!(
+            "HTTP {status} with a body that is not JSON"
+        )));
+    };
+    let msg = |fallback: &str| {
+        value
+            .get("msg")
+            .and_then(Value::as_str)
+            .unwrap_or(fallback)
+            .to_owned()
+    };
+    match code {
+        Some(0) => Answer::Data(value.get("data").cloned().unwrap_or(Value::Null)),
+        Some(99991679) => Answer::Failed(ApiError::NeedsAuth {
+            scopes: missing_scopes_from_error(&value),
+        }),
+        Some(99991672) => Answer::Failed(ApiError::ScopeNotEnabled {
+            message: msg(""),
+            log_id,
+        }),
+        other => {
+            let error = ApiError::Feishu {
+                http_status: status,
+                code: other.unwrap_or(-1),
+                msg: msg("no message"),
+                log_id,
+                body: Box::new(value),
+            };
+            if matches!(other, Some(99991677 | 99991668)) {
+                Answer::TokenRejected(error)
+            } else {
+                Answer::Failed(error)
+            }
+        }
     }
 }
 

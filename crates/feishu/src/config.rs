@@ -65,12 +65,9 @@ impl Endpoints {
         join(&self.open, "open-apis/authen/v1/user_info")
     }
 
-    /// `{open}/open-apis/{path}`
-    pub fn api(&self, path: &str) -> Url {
-        join(
-            &self.open,
-            &format!("open-apis/{}", path.trim_start_matches('/')),
-        )
+    /// `{open}/open-apis/{path}`: the one place an API URL is made, from checked segments.
+    pub fn api(&self, path: &crate::ids::ApiPath) -> Url {
+        path.url(&self.open)
     }
 }
 
@@ -118,7 +115,9 @@ mod tests {
             Url::parse("http://127.0.0.1:4000/feishu/").unwrap_or_else(|_| unreachable!()),
         );
         assert_eq!(
-            emulator.api("/calendar/v4/calendars").as_str(),
+            emulator
+                .api(&crate::ids::ApiPath::new("calendar/v4/calendars"))
+                .as_str(),
             "http://127.0.0.1:4000/feishu/open-apis/calendar/v4/calendars"
         );
     }

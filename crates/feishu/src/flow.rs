@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 use url::Url;
 
-use crate::listener::{CallbackOutcome, ListenerError, LoopbackListener};
+use crate::listener::{Answer, CallbackOutcome, ListenerError, LoopbackListener};
 use crate::tokens::{Account, TokenError, TokenManager};
 
 /// How long a sign-in may take before the listener gives up.
@@ -45,9 +45,22 @@ impl TokenManager {
             .oauth()
             .begin_sign_in(scopes, &listener.redirect_uri())?;
         open(&request.url);
-        match listener.wait(request.state.secret(), timeout).await? {
-            CallbackOutcome::Code(code) => Ok(self.complete_sign_in(&request, &code).await?),
-            CallbackOutcome::Denied { error } => Err(SignInError::Declined(error)),
+        let callback = listener.callback(request.state.secret(), timeout).await?;
+        match callback.outcome.clone() {
+            CallbackOutcome::Code(code) => match self.complete_sign_in(&request, &code).await {
+                Ok(account) => {
+                    callback.answer(Answer::SignedIn).await;
+                    Ok(account)
+                }
+                Err(e) => {
+                    callback.answer(Answer::Failed(e.to_string())).await;
+                    Err(e.into())
+                }
+            },
+            CallbackOutcome::Denied { error } => {
+                callback.answer(Answer::Declined).await;
+                Err(SignInError::Declined(error))
+            }
         }
     }
 }

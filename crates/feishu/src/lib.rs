@@ -10,6 +10,7 @@
 pub mod api;
 pub mod config;
 pub mod flow;
+pub mod ids;
 pub mod listener;
 pub mod oauth;
 pub mod tokens;
@@ -18,6 +19,7 @@ pub mod tools;
 pub use api::{ApiClient, ApiError, PageStyle, RetryPolicy};
 pub use config::{AppCredentials, Brand, Endpoints};
 pub use flow::{SignInError, missing_scopes_from_error};
+pub use ids::{ApiPath, BadId, IdKind};
 pub use listener::{CallbackOutcome, ListenerError, LoopbackListener};
 pub use oauth::{FeishuOAuthError, OAuthClient, RefreshAction, SignInRequest, TokenSet, UserInfo};
 pub use tokens::{

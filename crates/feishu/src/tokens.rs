@@ -5,7 +5,13 @@
 //! one and the old one dies at once. Two refreshes racing would therefore sign the user out, so
 //! every caller goes through one async lock and re-checks the token after taking it (the second
 //! caller finds the first one's fresh token). The rotated refresh token is saved before the new
-//! access token is handed out, so a crash right after a refresh cannot lose it.
+//! access token is handed out, so a crash right after a refresh cannot lose it; if that save
+//! fails, the rotated token is kept in memory (the old one is dead: it is never used again), the
+//! user stays signed in, and the save is tried again on every later use until it succeeds.
+//!
+//! A stored sign-in that cannot be read (damaged, or written under a lost key) does not lock the
+//! user out: it counts as signed out, [`TokenManager::load_problem`] says why, signing in again
+//! replaces it and signing out removes it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -175,6 +181,10 @@ pub struct TokenManager {
     current: tokio::sync::Mutex<Option<StoredToken>>,
     loaded: std::sync::atomic::AtomicBool,
     retry_delay: Duration,
+    /// The token in memory is newer than the stored one: its save failed and is retried.
+    unsaved: std::sync::atomic::AtomicBool,
+    /// Why the stored sign-in could not be read, if it could not.
+    load_problem: std::sync::Mutex<Option<String>>,
 }
 
 impl TokenManager {
@@ -187,6 +197,8 @@ impl TokenManager {
             current: tokio::sync::Mutex::new(None),
             loaded: std::sync::atomic::AtomicBool::new(false),
             retry_delay: Duration::from_millis(500),
+            unsaved: std::sync::atomic::AtomicBool::new(false),
+            load_problem: std::sync::Mutex::new(None),
         }
     }
 
@@ -203,13 +215,52 @@ impl TokenManager {
     }
 
     async fn lock(&self) -> Result<tokio::sync::MutexGuard<'_, Option<StoredToken>>, TokenError> {
+        use std::sync::atomic::Ordering;
         let mut guard = self.current.lock().await;
-        if !self.loaded.load(std::sync::atomic::Ordering::Acquire) {
-            *guard = self.store.load()?;
-            self.loaded
-                .store(true, std::sync::atomic::Ordering::Release);
+        if !self.loaded.load(Ordering::Acquire) {
+            *guard = match self.store.load() {
+                Ok(token) => token,
+                Err(e) => {
+                    // Signed out, not stuck: a new sign-in replaces the row, signing out removes it.
+                    tracing::warn!(error = %e, "the stored Feishu sign-in cannot be read");
+                    *self.problem() = Some(e.to_string());
+                    None
+                }
+            };
+            self.loaded.store(true, Ordering::Release);
+        }
+        if self.unsaved.load(Ordering::Acquire)
+            && let Some(token) = guard.as_ref()
+        {
+            self.save(token);
         }
         Ok(guard)
+    }
+
+    fn problem(&self) -> std::sync::MutexGuard<'_, Option<String>> {
+        self.load_problem
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Why the stored sign-in could not be read (the user counts as signed out), if so.
+    pub fn load_problem(&self) -> Option<String> {
+        self.problem().clone()
+    }
+
+    /// Saves `token`; on failure keeps it marked unsaved, to be saved again on the next use.
+    fn save(&self, token: &StoredToken) {
+        use std::sync::atomic::Ordering;
+        match self.store.save(token) {
+            Ok(()) => {
+                self.unsaved.store(false, Ordering::Release);
+                *self.problem() = None;
+            }
+            Err(e) => {
+                self.unsaved.store(true, Ordering::Release);
+                tracing::warn!(error = %e, "saving the refreshed Feishu token failed; it is kept in memory and saved again later");
+            }
+        }
     }
 
     /// Finishes a sign-in: exchanges the code, learns who signed in, saves the tokens.
@@ -246,6 +297,9 @@ impl TokenManager {
             signed_in_at: now,
         };
         self.store.save(&token)?;
+        self.unsaved
+            .store(false, std::sync::atomic::Ordering::Release);
+        *self.problem() = None;
         let account = token.account();
         *guard = Some(token);
         tracing::info!(scopes = account.scopes.len(), "signed in to Feishu");
@@ -328,8 +382,10 @@ impl TokenManager {
             user: token.user.clone(),
             signed_in_at: token.signed_in_at,
         };
-        // Saved before use: the old refresh token is already dead.
-        self.store.save(&renewed)?;
+        // Saved before use: the old refresh token is already dead. If the save fails the rotated
+        // token is still the only live one, so it is kept (in memory, saved again later) rather
+        // than lost, which would sign the user out.
+        self.save(&renewed);
         let access = renewed.access_token.clone();
         *guard = Some(renewed);
         tracing::info!("refreshed the Feishu access token");
@@ -338,6 +394,8 @@ impl TokenManager {
 
     fn end_sign_in(&self, guard: &mut Option<StoredToken>, reason: &str) -> TokenError {
         *guard = None;
+        self.unsaved
+            .store(false, std::sync::atomic::Ordering::Release);
         if let Err(e) = self.store.clear() {
             tracing::warn!(error = %e, "could not forget the ended sign-in");
         }
@@ -374,7 +432,11 @@ impl TokenManager {
     pub async fn sign_out(&self) -> Result<(), TokenError> {
         let mut guard = self.lock().await?;
         *guard = None;
-        self.store.clear()
+        self.unsaved
+            .store(false, std::sync::atomic::Ordering::Release);
+        self.store.clear()?;
+        *self.problem() = None;
+        Ok(())
     }
 }
 

@@ -67,15 +67,20 @@ async fn the_whole_sign_in_lands_a_token_and_user_info_answers() {
         .begin_sign_in(&["calendar:calendar".into()], &listener.redirect_uri())
         .unwrap();
     let state = request.state.secret().clone();
-    let waiting = tokio::spawn(async move { listener.wait(&state, Duration::from_secs(10)).await });
+    let waiting =
+        tokio::spawn(async move { listener.callback(&state, Duration::from_secs(10)).await });
     let location = consent(&request.url, "allow").await;
-    let landing = browser().get(&location).send().await.unwrap();
-    assert_eq!(landing.status(), 200);
-    assert!(landing.text().await.unwrap().contains("登录成功"));
-    let CallbackOutcome::Code(code) = waiting.await.unwrap().unwrap() else {
+    let landing = tokio::spawn(async move { browser().get(&location).send().await.unwrap() });
+    let callback = waiting.await.unwrap().unwrap();
+    let CallbackOutcome::Code(code) = callback.outcome.clone() else {
         panic!("expected a code")
     };
+    // The browser's page waits until the code is exchanged: "signed in" only once it is so.
     let account = s.manager.complete_sign_in(&request, &code).await.unwrap();
+    callback.answer(feishu::listener::Answer::SignedIn).await;
+    let landing = landing.await.unwrap();
+    assert_eq!(landing.status(), 200);
+    assert!(landing.text().await.unwrap().contains("登录成功"));
     assert_eq!(account.user.as_ref().unwrap().name, "林晓");
     assert_eq!(account.scopes, ["calendar:calendar", "offline_access"]);
     let stored = s.store.load().unwrap().unwrap();

@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 use super::time::{feishu_seconds, from_feishu_seconds, local, parse_instant, span};
 use super::{FeishuTool, Spec, ToolEnv, object_schema, opt_text, people, text_arg};
 use crate::api::ApiError;
+use crate::ids::{ApiPath, IdKind};
 
 const READ: &str = "calendar:calendar:readonly";
 const FREE_BUSY: &str = "calendar:calendar.free_busy:read";
@@ -29,6 +30,7 @@ pub(crate) fn tools(env: &Arc<ToolEnv>) -> Vec<FeishuTool> {
                 parameters: object_schema(range.clone(), &["start", "end"]),
                 scopes: &[READ],
                 dedup: false,
+                ids: &[],
             },
             env,
             |env, args, _| Box::pin(list_events(env, args)),
@@ -40,12 +42,13 @@ pub(crate) fn tools(env: &Arc<ToolEnv>) -> Vec<FeishuTool> {
                 parameters: object_schema(
                     json!({
                         "start": range["start"], "end": range["end"],
-                        "user_id": {"type": "string", "description": "The person's open_id; omit for the user."}
+                        "user_id": IdKind::OpenId.schema("The person's open_id; omit for the user.")
                     }),
                     &["start", "end"],
                 ),
                 scopes: &[FREE_BUSY],
                 dedup: false,
+                ids: &[("user_id", IdKind::OpenId)],
             },
             env,
             |env, args, _| Box::pin(free_busy(env, args)),
@@ -58,7 +61,7 @@ pub(crate) fn tools(env: &Arc<ToolEnv>) -> Vec<FeishuTool> {
                     json!({
                         "summary": {"type": "string", "description": "Title."},
                         "start": range["start"], "end": range["end"],
-                        "attendees": {"type": "array", "items": {"type": "string"}, "description": "open_ids of people to invite."},
+                        "attendees": {"type": "array", "items": IdKind::OpenId.schema(""), "description": "open_ids of people to invite."},
                         "description": {"type": "string"},
                         "location": {"type": "string"}
                     }),
@@ -66,6 +69,7 @@ pub(crate) fn tools(env: &Arc<ToolEnv>) -> Vec<FeishuTool> {
                 ),
                 scopes: &[CREATE, UPDATE, READ],
                 dedup: true,
+                ids: &[("attendees", IdKind::OpenId)],
             },
             env,
             |env, args, key| Box::pin(create_event(env, args, key)),
@@ -77,7 +81,7 @@ pub(crate) fn tools(env: &Arc<ToolEnv>) -> Vec<FeishuTool> {
                 description: "Change an event's title, time, description or location. Needs the user's approval.",
                 parameters: object_schema(
                     json!({
-                        "event_id": {"type": "string"},
+                        "event_id": IdKind::Event.schema("As list_calendar_events returned it."),
                         "summary": {"type": "string"},
                         "start": range["start"], "end": range["end"],
                         "description": {"type": "string"},
@@ -87,6 +91,7 @@ pub(crate) fn tools(env: &Arc<ToolEnv>) -> Vec<FeishuTool> {
                 ),
                 scopes: &[UPDATE, READ],
                 dedup: false,
+                ids: &[("event_id", IdKind::Event)],
             },
             env,
             |env, args, _| Box::pin(update_event(env, args)),
@@ -96,9 +101,13 @@ pub(crate) fn tools(env: &Arc<ToolEnv>) -> Vec<FeishuTool> {
             Spec {
                 name: "delete_calendar_event",
                 description: "Delete an event from the user's calendar. Needs the user's approval.",
-                parameters: object_schema(json!({"event_id": {"type": "string"}}), &["event_id"]),
+                parameters: object_schema(
+                    json!({"event_id": IdKind::Event.schema("As list_calendar_events returned it.")}),
+                    &["event_id"],
+                ),
                 scopes: &[DELETE, READ],
                 dedup: false,
+                ids: &[("event_id", IdKind::Event)],
             },
             env,
             |env, args, _| Box::pin(delete_event(env, args)),
@@ -113,7 +122,7 @@ async fn primary_calendar(env: &ToolEnv) -> Result<String, ApiError> {
         .api
         .call(
             Method::POST,
-            "calendar/v4/calendars/primary",
+            &ApiPath::new("calendar/v4/calendars/primary"),
             &[],
             Some(&json!({})),
         )
@@ -166,7 +175,7 @@ async fn list_events(env: Arc<ToolEnv>, args: Map<String, Value>) -> Result<Valu
         .api
         .call(
             Method::GET,
-            &format!("calendar/v4/calendars/{calendar}/events/instance_view"),
+            &calendar_path(&calendar)?.then("events/instance_view"),
             &[
                 ("start_time", feishu_seconds(start)),
                 ("end_time", feishu_seconds(end)),
@@ -196,7 +205,7 @@ async fn free_busy(env: Arc<ToolEnv>, args: Map<String, Value>) -> Result<Value,
         .api
         .call(
             Method::POST,
-            "calendar/v4/freebusy/list",
+            &ApiPath::new("calendar/v4/freebusy/list"),
             &[("user_id_type", "open_id".into())],
             Some(&body),
         )
@@ -268,7 +277,7 @@ async fn create_event(
         .api
         .call(
             Method::POST,
-            &format!("calendar/v4/calendars/{calendar}/events"),
+            &calendar_path(&calendar)?.then("events"),
             // Feishu keeps one event per key and calendar: a retry after a crash cannot duplicate.
             &[("idempotency_key", key)],
             Some(&Value::Object(body)),
@@ -289,7 +298,7 @@ async fn create_event(
         env.api
             .call(
                 Method::POST,
-                &format!("calendar/v4/calendars/{calendar}/events/{event_id}/attendees"),
+                &event_path(&calendar, &event_id)?.then("attendees"),
                 &[("user_id_type", "open_id".into())],
                 Some(&json!({"attendees": list, "need_notification": true})),
             )
@@ -302,16 +311,23 @@ async fn create_event(
     Ok(result)
 }
 
+/// `calendar/v4/calendars/{calendar}`: the calendar id comes from Feishu, checked all the same.
+fn calendar_path(calendar: &str) -> Result<ApiPath, ApiError> {
+    Ok(ApiPath::new("calendar/v4/calendars").id(IdKind::Calendar, "calendar_id", calendar)?)
+}
+
+/// `calendar/v4/calendars/{calendar}/events/{event_id}`.
+fn event_path(calendar: &str, event_id: &str) -> Result<ApiPath, ApiError> {
+    Ok(calendar_path(calendar)?
+        .then("events")
+        .id(IdKind::Event, "event_id", event_id)?)
+}
+
 async fn get_event(env: &ToolEnv, event_id: &str) -> Result<(String, Value), ApiError> {
     let calendar = primary_calendar(env).await?;
     let data = env
         .api
-        .call(
-            Method::GET,
-            &format!("calendar/v4/calendars/{calendar}/events/{event_id}"),
-            &[],
-            None,
-        )
+        .call(Method::GET, &event_path(&calendar, event_id)?, &[], None)
         .await?;
     Ok((calendar, data.get("event").cloned().unwrap_or(Value::Null)))
 }
@@ -324,7 +340,7 @@ async fn update_event(env: Arc<ToolEnv>, args: Map<String, Value>) -> Result<Val
         .api
         .call(
             Method::PATCH,
-            &format!("calendar/v4/calendars/{calendar}/events/{event_id}"),
+            &event_path(&calendar, &event_id)?,
             &[],
             Some(&Value::Object(body)),
         )
@@ -341,7 +357,7 @@ async fn delete_event(env: Arc<ToolEnv>, args: Map<String, Value>) -> Result<Val
     env.api
         .call(
             Method::DELETE,
-            &format!("calendar/v4/calendars/{calendar}/events/{event_id}"),
+            &event_path(&calendar, &event_id)?,
             &[],
             None,
         )

@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 
 use super::{FeishuTool, Spec, ToolEnv, object_schema, opt_text, pick, text_arg};
 use crate::api::{ApiError, PageStyle};
+use crate::ids::{ApiPath, IdKind};
 
 const SEARCH: &str = "search:docs:read";
 const CONTENT: &str = "docs:document.content:read";
@@ -31,6 +32,7 @@ pub(crate) fn tools(env: &Arc<ToolEnv>) -> Vec<FeishuTool> {
                 ),
                 scopes: &[SEARCH],
                 dedup: false,
+                ids: &[],
             },
             env,
             |env, args, _| Box::pin(search(env, args)),
@@ -40,11 +42,12 @@ pub(crate) fn tools(env: &Arc<ToolEnv>) -> Vec<FeishuTool> {
                 name: "read_document",
                 description: "Read a Feishu document (docx) as Markdown.",
                 parameters: object_schema(
-                    json!({"document_id": {"type": "string"}}),
+                    json!({"document_id": IdKind::Document.schema("As search_docs returned its token.")}),
                     &["document_id"],
                 ),
                 scopes: &[CONTENT],
                 dedup: false,
+                ids: &[("document_id", IdKind::Document)],
             },
             env,
             |env, args, _| Box::pin(read(env, args)),
@@ -53,9 +56,13 @@ pub(crate) fn tools(env: &Arc<ToolEnv>) -> Vec<FeishuTool> {
             Spec {
                 name: "list_drive_folder",
                 description: "List the files of a drive folder (omit folder_token for the root).",
-                parameters: object_schema(json!({"folder_token": {"type": "string"}}), &[]),
+                parameters: object_schema(
+                    json!({"folder_token": IdKind::Folder.schema("As list_drive_folder returned it.")}),
+                    &[],
+                ),
                 scopes: &[DRIVE],
                 dedup: false,
+                ids: &[("folder_token", IdKind::Folder)],
             },
             env,
             |env, args, _| Box::pin(list_folder(env, args)),
@@ -65,12 +72,16 @@ pub(crate) fn tools(env: &Arc<ToolEnv>) -> Vec<FeishuTool> {
                 name: "create_document",
                 description: "Create a new, empty Feishu document with a title. Needs the user's approval.",
                 parameters: object_schema(
-                    json!({"title": {"type": "string"}, "folder_token": {"type": "string"}}),
+                    json!({
+                        "title": {"type": "string"},
+                        "folder_token": IdKind::Folder.schema("As list_drive_folder returned it.")
+                    }),
                     &["title"],
                 ),
                 scopes: &[CREATE],
                 // Feishu has no idempotency key for document creation.
                 dedup: false,
+                ids: &[("folder_token", IdKind::Folder)],
             },
             env,
             |env, args, _| Box::pin(create(env, args)),
@@ -81,11 +92,15 @@ pub(crate) fn tools(env: &Arc<ToolEnv>) -> Vec<FeishuTool> {
                 name: "append_to_document",
                 description: "Append Markdown (headings, paragraphs, lists) to the end of a document. Needs the user's approval.",
                 parameters: object_schema(
-                    json!({"document_id": {"type": "string"}, "markdown": {"type": "string"}}),
+                    json!({
+                        "document_id": IdKind::Document.schema("As search_docs or create_document returned it."),
+                        "markdown": {"type": "string"}
+                    }),
                     &["document_id", "markdown"],
                 ),
                 scopes: &[WRITE, CONVERT],
                 dedup: true,
+                ids: &[("document_id", IdKind::Document)],
             },
             env,
             |env, args, key| Box::pin(append(env, args, key)),
@@ -99,7 +114,12 @@ async fn search(env: Arc<ToolEnv>, args: Map<String, Value>) -> Result<Value, Ap
     let body = json!({"query": query, "doc_filter": {}, "wiki_filter": {}, "page_size": 15});
     let data = env
         .api
-        .call(Method::POST, "search/v2/doc_wiki/search", &[], Some(&body))
+        .call(
+            Method::POST,
+            &ApiPath::new("search/v2/doc_wiki/search"),
+            &[],
+            Some(&body),
+        )
         .await?;
     let results: Vec<Value> = data
         .get("res_units")
@@ -130,7 +150,7 @@ async fn read(env: Arc<ToolEnv>, args: Map<String, Value>) -> Result<Value, ApiE
     ];
     let data = env
         .api
-        .call(Method::GET, "docs/v1/content", &query, None)
+        .call(Method::GET, &ApiPath::new("docs/v1/content"), &query, None)
         .await?;
     let mut markdown = data
         .get("content")
@@ -153,7 +173,7 @@ async fn list_folder(env: Arc<ToolEnv>, args: Map<String, Value>) -> Result<Valu
     let files = env
         .api
         .collect(
-            "drive/v1/files",
+            &ApiPath::new("drive/v1/files"),
             query,
             "files",
             PageStyle::NextPageToken,
@@ -176,7 +196,12 @@ async fn create(env: Arc<ToolEnv>, args: Map<String, Value>) -> Result<Value, Ap
     // No idempotency key exists for this call: never send it twice on a doubtful failure.
     let data = env
         .api
-        .call_unrepeatable(Method::POST, "docx/v1/documents", &[], Some(&body))
+        .call_unrepeatable(
+            Method::POST,
+            &ApiPath::new("docx/v1/documents"),
+            &[],
+            Some(&body),
+        )
         .await?;
     Ok(pick(
         data.get("document").unwrap_or(&Value::Null),
@@ -195,7 +220,7 @@ async fn append(
         .api
         .call(
             Method::POST,
-            "docx/v1/documents/blocks/convert",
+            &ApiPath::new("docx/v1/documents/blocks/convert"),
             &[],
             Some(&json!({"content_type": "markdown", "content": markdown})),
         )
@@ -229,7 +254,10 @@ async fn append(
         .api
         .call(
             Method::POST,
-            &format!("docx/v1/documents/{document}/blocks/{document}/children"),
+            &document_path(&document)?
+                .then("blocks")
+                .id(IdKind::Document, "document_id", &document)?
+                .then("children"),
             // `client_token`: the same append sent twice after a crash lands once.
             &[("document_revision_id", "-1".into()), ("client_token", key)],
             Some(&json!({"children": blocks, "index": -1})),
@@ -240,16 +268,17 @@ async fn append(
     )
 }
 
+/// `docx/v1/documents/{document_id}`.
+fn document_path(document: &str) -> Result<ApiPath, ApiError> {
+    Ok(ApiPath::new("docx/v1/documents").id(IdKind::Document, "document_id", document)?)
+}
+
 async fn doc_title(env: &ToolEnv, document: &str) -> String {
-    env.api
-        .call(
-            Method::GET,
-            &format!("docx/v1/documents/{document}"),
-            &[],
-            None,
-        )
-        .await
-        .ok()
+    let answer = match document_path(document) {
+        Ok(path) => env.api.call(Method::GET, &path, &[], None).await.ok(),
+        Err(_) => None,
+    };
+    answer
         .and_then(|d| {
             d.pointer("/document/title")
                 .and_then(Value::as_str)

@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 use super::time::local;
 use super::{FeishuTool, Spec, ToolEnv, object_schema, opt_text, people, pick, text_arg};
 use crate::api::{ApiError, PageStyle};
+use crate::ids::{ApiPath, IdKind};
 
 const CHATS: &str = "im:chat:readonly";
 const MESSAGES: &str = "im:message:readonly";
@@ -31,6 +32,7 @@ pub(crate) fn tools(env: &Arc<ToolEnv>) -> Vec<FeishuTool> {
                 ),
                 scopes: &[CHATS],
                 dedup: false,
+                ids: &[],
             },
             env,
             |env, args, _| Box::pin(list_chats(env, args)),
@@ -41,13 +43,14 @@ pub(crate) fn tools(env: &Arc<ToolEnv>) -> Vec<FeishuTool> {
                 description: "Read a chat's most recent messages, newest first.",
                 parameters: object_schema(
                     json!({
-                        "chat_id": {"type": "string"},
+                        "chat_id": IdKind::Chat.schema("As list_chats returned it."),
                         "limit": {"type": "integer", "minimum": 1, "maximum": 200, "description": "How many (default 20)."}
                     }),
                     &["chat_id"],
                 ),
                 scopes: &[MESSAGES, GROUP_AS_USER],
                 dedup: false,
+                ids: &[("chat_id", IdKind::Chat)],
             },
             env,
             |env, args, _| Box::pin(read_messages(env, args)),
@@ -58,8 +61,8 @@ pub(crate) fn tools(env: &Arc<ToolEnv>) -> Vec<FeishuTool> {
                 description: "Send a text message as the user to a chat (chat_id) or a person (user_id = open_id). Needs the user's approval.",
                 parameters: object_schema(
                     json!({
-                        "chat_id": {"type": "string"},
-                        "user_id": {"type": "string", "description": "A person's open_id, for a direct message."},
+                        "chat_id": IdKind::Chat.schema("As list_chats returned it."),
+                        "user_id": IdKind::OpenId.schema("A person's open_id, for a direct message."),
                         "text": {"type": "string"}
                     }),
                     &["text"],
@@ -67,6 +70,7 @@ pub(crate) fn tools(env: &Arc<ToolEnv>) -> Vec<FeishuTool> {
                 // What sending needs; the card's chat name uses im:chat:readonly when granted.
                 scopes: &[SEND, SEND_AS_USER],
                 dedup: true,
+                ids: &[("chat_id", IdKind::Chat), ("user_id", IdKind::OpenId)],
             },
             env,
             |env, args, key| Box::pin(send(env, args, key)),
@@ -77,11 +81,15 @@ pub(crate) fn tools(env: &Arc<ToolEnv>) -> Vec<FeishuTool> {
                 name: "reply_message",
                 description: "Reply as the user to a message. Needs the user's approval.",
                 parameters: object_schema(
-                    json!({"message_id": {"type": "string"}, "text": {"type": "string"}}),
+                    json!({
+                        "message_id": IdKind::Message.schema("As read_chat_messages returned it."),
+                        "text": {"type": "string"}
+                    }),
                     &["message_id", "text"],
                 ),
                 scopes: &[SEND, SEND_AS_USER],
                 dedup: true,
+                ids: &[("message_id", IdKind::Message)],
             },
             env,
             |env, args, key| Box::pin(reply(env, args, key)),
@@ -92,13 +100,13 @@ pub(crate) fn tools(env: &Arc<ToolEnv>) -> Vec<FeishuTool> {
 
 async fn list_chats(env: Arc<ToolEnv>, args: Map<String, Value>) -> Result<Value, ApiError> {
     let (path, mut query) = match opt_text(&args, "query") {
-        Some(q) => ("im/v1/chats/search", vec![("query", q)]),
-        None => ("im/v1/chats", Vec::new()),
+        Some(q) => (ApiPath::new("im/v1/chats/search"), vec![("query", q)]),
+        None => (ApiPath::new("im/v1/chats"), Vec::new()),
     };
     query.push(("page_size", "50".into()));
     let items = env
         .api
-        .collect(path, query, "items", PageStyle::PageToken, Some(200))
+        .collect(&path, query, "items", PageStyle::PageToken, Some(200))
         .await?;
     let chats: Vec<Value> = items
         .iter()
@@ -169,7 +177,7 @@ async fn read_messages(env: Arc<ToolEnv>, args: Map<String, Value>) -> Result<Va
     let items = env
         .api
         .collect(
-            "im/v1/messages",
+            &ApiPath::new("im/v1/messages"),
             query,
             "items",
             PageStyle::PageToken,
@@ -214,7 +222,7 @@ async fn send(env: Arc<ToolEnv>, args: Map<String, Value>, key: String) -> Resul
         .api
         .call(
             Method::POST,
-            "im/v1/messages",
+            &ApiPath::new("im/v1/messages"),
             &[("receive_id_type", kind.into())],
             Some(&body),
         )
@@ -234,7 +242,7 @@ async fn reply(
         .api
         .call(
             Method::POST,
-            &format!("im/v1/messages/{message}/reply"),
+            &message_path(&message)?.then("reply"),
             &[],
             Some(&body),
         )
@@ -242,10 +250,22 @@ async fn reply(
     Ok(pick(&data, &["message_id", "chat_id", "create_time"]))
 }
 
+/// `im/v1/messages/{message_id}`.
+fn message_path(message: &str) -> Result<ApiPath, ApiError> {
+    Ok(ApiPath::new("im/v1/messages").id(IdKind::Message, "message_id", message)?)
+}
+
 async fn chat_info(env: &ToolEnv, chat: &str) -> Option<(String, i64)> {
     let data = env
         .api
-        .call(Method::GET, &format!("im/v1/chats/{chat}"), &[], None)
+        .call(
+            Method::GET,
+            &ApiPath::new("im/v1/chats")
+                .id(IdKind::Chat, "chat_id", chat)
+                .ok()?,
+            &[],
+            None,
+        )
         .await
         .ok()?;
     let name = data
@@ -308,13 +328,16 @@ async fn preview_send(env: Arc<ToolEnv>, args: Map<String, Value>) -> Preview {
 async fn preview_reply(env: Arc<ToolEnv>, args: Map<String, Value>) -> Preview {
     let text = opt_text(&args, "text").unwrap_or_default();
     let message = opt_text(&args, "message_id").unwrap_or_default();
-    let original = env
-        .api
-        .call(Method::GET, &format!("im/v1/messages/{message}"), &[], None)
-        .await
-        .ok()
-        .and_then(|d| d.pointer("/items/0").cloned())
-        .map(|m| message_text(&m));
+    let original = match message_path(&message) {
+        Ok(path) => env
+            .api
+            .call(Method::GET, &path, &[], None)
+            .await
+            .ok()
+            .and_then(|d| d.pointer("/items/0").cloned())
+            .map(|m| message_text(&m)),
+        Err(_) => None,
+    };
     let mut fields = vec![PreviewField {
         label: Localized::new("回复内容", "Reply"),
         value: text,

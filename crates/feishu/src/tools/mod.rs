@@ -24,6 +24,7 @@ use jiff::tz::TimeZone;
 use serde_json::{Map, Value, json};
 
 use crate::api::{ApiClient, ApiError};
+use crate::ids::{BadId, IdKind};
 
 /// What every tool needs: the API client and the user's time zone.
 #[derive(Debug, Clone)]
@@ -46,6 +47,8 @@ pub(crate) struct Spec {
     pub(crate) parameters: Value,
     pub(crate) scopes: &'static [&'static str],
     pub(crate) dedup: bool,
+    /// The arguments that are Feishu ids (a string, or an array of strings), with their kind.
+    pub(crate) ids: &'static [(&'static str, IdKind)],
 }
 
 /// One Feishu tool.
@@ -87,6 +90,31 @@ impl FeishuTool {
     pub fn is_write(&self) -> bool {
         self.preview.is_some()
     }
+
+    /// The arguments that are Feishu ids, with their kind.
+    pub fn id_arguments(&self) -> &'static [(&'static str, IdKind)] {
+        self.spec.ids
+    }
+
+    /// Checks every id argument's shape, so no id can steer a request to another endpoint.
+    pub fn check_ids(&self, args: &Map<String, Value>) -> Result<(), BadId> {
+        for (name, kind) in self.spec.ids {
+            match args.get(*name) {
+                Some(Value::String(value)) => {
+                    kind.check(name, value)?;
+                }
+                Some(Value::Array(values)) => {
+                    for (i, value) in values.iter().enumerate() {
+                        if let Some(value) = value.as_str() {
+                            kind.check(&format!("{name}[{i}]"), value)?;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -107,6 +135,10 @@ impl AgentTool for FeishuTool {
         self.is_write()
     }
 
+    fn check_args(&self, args: &Map<String, Value>) -> Result<(), String> {
+        self.check_ids(args).map_err(|e| e.to_string())
+    }
+
     fn scopes(&self) -> Vec<String> {
         self.spec.scopes.iter().map(|s| (*s).to_owned()).collect()
     }
@@ -117,10 +149,17 @@ impl AgentTool for FeishuTool {
 
     async fn preview(&self, args: &Map<String, Value>) -> Option<Preview> {
         let preview = self.preview?;
+        // A preview looks things up by id: never with an id that could leave its endpoint.
+        self.check_ids(args).ok()?;
         Some(preview(self.env.clone(), args.clone()).await)
     }
 
     async fn run(&self, args: Map<String, Value>, ctx: &mut ToolContext) -> ToolReturn {
+        // The engine has checked already; checked again here so that no caller of a tool, the
+        // engine or any other, can make a request with a hostile id.
+        if let Err(e) = self.check_ids(&args) {
+            return self.failure(e.into());
+        }
         match (self.run)(self.env.clone(), args, ctx.idempotency_key.clone()).await {
             Ok(value) => ToolReturn::from(value),
             Err(ApiError::NeedsAuth { scopes }) => self.needs_auth(scopes).await,

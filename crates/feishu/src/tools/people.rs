@@ -7,6 +7,7 @@ use serde_json::{Map, Value, json};
 
 use super::{FeishuTool, Spec, ToolEnv, object_schema, pick, text_arg};
 use crate::api::ApiError;
+use crate::ids::{ApiPath, IdKind};
 
 const SEARCH: &str = "contact:user:search";
 
@@ -18,6 +19,7 @@ pub(crate) fn whoami(env: &Arc<ToolEnv>) -> FeishuTool {
             parameters: object_schema(json!({}), &[]),
             scopes: &[],
             dedup: false,
+            ids: &[],
         },
         env,
         |env, _, _| Box::pin(me(env)),
@@ -32,6 +34,7 @@ pub(crate) fn search_people(env: &Arc<ToolEnv>) -> FeishuTool {
             parameters: object_schema(json!({"query": {"type": "string"}}), &["query"]),
             scopes: &[SEARCH],
             dedup: false,
+            ids: &[],
         },
         env,
         |env, args, _| Box::pin(search(env, args)),
@@ -41,7 +44,7 @@ pub(crate) fn search_people(env: &Arc<ToolEnv>) -> FeishuTool {
 async fn me(env: Arc<ToolEnv>) -> Result<Value, ApiError> {
     let data = env
         .api
-        .call(Method::GET, "authen/v1/user_info", &[], None)
+        .call(Method::GET, &ApiPath::new("authen/v1/user_info"), &[], None)
         .await?;
     Ok(pick(&data, &["name", "en_name", "open_id", "email"]))
 }
@@ -55,7 +58,7 @@ pub(crate) async fn my_open_id(env: &ToolEnv) -> Result<String, ApiError> {
     }
     let data = env
         .api
-        .call(Method::GET, "authen/v1/user_info", &[], None)
+        .call(Method::GET, &ApiPath::new("authen/v1/user_info"), &[], None)
         .await?;
     data.get("open_id")
         .and_then(Value::as_str)
@@ -69,7 +72,7 @@ async fn search(env: Arc<ToolEnv>, args: Map<String, Value>) -> Result<Value, Ap
         .api
         .call(
             Method::GET,
-            "search/v1/user",
+            &ApiPath::new("search/v1/user"),
             &[("query", query), ("page_size", "20".into())],
             None,
         )
@@ -101,21 +104,24 @@ pub(crate) async fn names(env: &ToolEnv, open_ids: &[String]) -> Vec<String> {
     let mut names = Vec::with_capacity(open_ids.len());
     // A preview looks up at most ten people; beyond that the count says enough.
     for id in open_ids.iter().take(10) {
-        let name = env
-            .api
-            .call(
-                Method::GET,
-                &format!("contact/v3/users/{id}"),
-                &[("user_id_type", "open_id".into())],
-                None,
-            )
-            .await
-            .ok()
-            .and_then(|d| {
-                d.pointer("/user/name")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            });
+        let answer = match ApiPath::new("contact/v3/users").id(IdKind::OpenId, "open_id", id) {
+            Ok(path) => env
+                .api
+                .call(
+                    Method::GET,
+                    &path,
+                    &[("user_id_type", "open_id".into())],
+                    None,
+                )
+                .await
+                .ok(),
+            Err(_) => None,
+        };
+        let name = answer.and_then(|d| {
+            d.pointer("/user/name")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        });
         names.push(name.unwrap_or_else(|| short_id(id)));
     }
     if open_ids.len() > 10 {

@@ -9,12 +9,13 @@ use serde_json::{Map, Value, json};
 use super::time::{local, parse_instant};
 use super::{FeishuTool, Spec, ToolEnv, object_schema, opt_text, text_arg};
 use crate::api::{ApiError, PageStyle};
+use crate::ids::{ApiPath, IdKind};
 
 const READ: &str = "task:task:read";
 const WRITE: &str = "task:task:write";
 
 pub(crate) fn tools(env: &Arc<ToolEnv>) -> Vec<FeishuTool> {
-    let guid = json!({"task_guid": {"type": "string"}});
+    let guid = json!({"task_guid": IdKind::Task.schema("As list_tasks returned it.")});
     vec![
         FeishuTool::read(
             Spec {
@@ -23,6 +24,7 @@ pub(crate) fn tools(env: &Arc<ToolEnv>) -> Vec<FeishuTool> {
                 parameters: object_schema(json!({"completed": {"type": "boolean"}}), &[]),
                 scopes: &[READ],
                 dedup: false,
+                ids: &[],
             },
             env,
             |env, args, _| Box::pin(list(env, args)),
@@ -41,6 +43,7 @@ pub(crate) fn tools(env: &Arc<ToolEnv>) -> Vec<FeishuTool> {
                 ),
                 scopes: &[WRITE],
                 dedup: true,
+                ids: &[],
             },
             env,
             |env, args, key| Box::pin(create(env, args, key)),
@@ -53,6 +56,7 @@ pub(crate) fn tools(env: &Arc<ToolEnv>) -> Vec<FeishuTool> {
                 parameters: object_schema(guid.clone(), &["task_guid"]),
                 scopes: &[WRITE, READ],
                 dedup: false,
+                ids: &[("task_guid", IdKind::Task)],
             },
             env,
             |env, args, _| Box::pin(set_completed(env, args, true)),
@@ -65,6 +69,7 @@ pub(crate) fn tools(env: &Arc<ToolEnv>) -> Vec<FeishuTool> {
                 parameters: object_schema(guid, &["task_guid"]),
                 scopes: &[WRITE, READ],
                 dedup: false,
+                ids: &[("task_guid", IdKind::Task)],
             },
             env,
             |env, args, _| Box::pin(set_completed(env, args, false)),
@@ -100,7 +105,7 @@ async fn list(env: Arc<ToolEnv>, args: Map<String, Value>) -> Result<Value, ApiE
     let items = env
         .api
         .collect(
-            "task/v2/tasks",
+            &ApiPath::new("task/v2/tasks"),
             query,
             "items",
             PageStyle::PageToken,
@@ -139,7 +144,7 @@ async fn create(
         .api
         .call(
             Method::POST,
-            "task/v2/tasks",
+            &ApiPath::new("task/v2/tasks"),
             &[("user_id_type", "open_id".to_owned())],
             Some(&body),
         )
@@ -161,14 +166,14 @@ async fn set_completed(
     let body = json!({"task": {"completed_at": at}, "update_fields": ["completed_at"]});
     let data = env
         .api
-        .call(
-            Method::PATCH,
-            &format!("task/v2/tasks/{guid}"),
-            &[],
-            Some(&body),
-        )
+        .call(Method::PATCH, &task_path(&guid)?, &[], Some(&body))
         .await?;
     Ok(task_summary(data.get("task").unwrap_or(&Value::Null), &env))
+}
+
+/// `task/v2/tasks/{task_guid}`.
+fn task_path(guid: &str) -> Result<ApiPath, ApiError> {
+    Ok(ApiPath::new("task/v2/tasks").id(IdKind::Task, "task_guid", guid)?)
 }
 
 async fn preview_create(env: Arc<ToolEnv>, args: Map<String, Value>) -> Preview {
@@ -199,11 +204,11 @@ async fn preview_create(env: Arc<ToolEnv>, args: Map<String, Value>) -> Preview 
 
 async fn preview_completion(env: Arc<ToolEnv>, args: Map<String, Value>, done: bool) -> Preview {
     let guid = opt_text(&args, "task_guid").unwrap_or_default();
-    let title = env
-        .api
-        .call(Method::GET, &format!("task/v2/tasks/{guid}"), &[], None)
-        .await
-        .ok()
+    let answer = match task_path(&guid) {
+        Ok(path) => env.api.call(Method::GET, &path, &[], None).await.ok(),
+        Err(_) => None,
+    };
+    let title = answer
         .and_then(|d| {
             d.pointer("/task/summary")
                 .and_then(Value::as_str)

@@ -8,7 +8,7 @@ use agent::SystemClock;
 use emulator::feishu::{App, FeishuEmulator};
 use feishu::{
     AppCredentials, CallbackOutcome, Endpoints, LoopbackListener, MemoryTokenStore, OAuthClient,
-    TokenManager,
+    TokenManager, TokenStore,
 };
 use secrecy::SecretString;
 
@@ -41,22 +41,39 @@ pub fn oauth(emulator: &FeishuEmulator, app_id: &str, secret: &str) -> OAuthClie
 
 /// Registers `app` (with a fresh loopback redirect), signs in through the real flow (authorize
 /// page, consent, redirect, exchange) granting `scopes`, and returns the token manager.
-pub async fn sign_in(
+pub async fn sign_in(emulator: &FeishuEmulator, app: App, scopes: &[&str]) -> Arc<TokenManager> {
+    sign_in_with_store(emulator, app, scopes, Arc::new(MemoryTokenStore::default())).await
+}
+
+/// [`sign_in`], keeping the tokens in `store`.
+pub async fn sign_in_with_store(
     emulator: &FeishuEmulator,
-    mut app: App,
+    app: App,
     scopes: &[&str],
+    store: Arc<dyn TokenStore>,
 ) -> Arc<TokenManager> {
-    let listener = LoopbackListener::bind(0).await.unwrap();
-    app.redirect_uris.push(listener.redirect_uri());
-    emulator.register_app(app.clone());
     let manager = Arc::new(
         TokenManager::new(
             oauth(emulator, &app.app_id, &app.app_secret),
-            Arc::new(MemoryTokenStore::default()),
+            store,
             Arc::new(SystemClock),
         )
         .with_retry_delay(Duration::from_millis(20)),
     );
+    sign_in_again(emulator, app, scopes, &manager).await;
+    manager
+}
+
+/// Signs `manager` in through the real flow (authorize page, consent, redirect, exchange).
+pub async fn sign_in_again(
+    emulator: &FeishuEmulator,
+    mut app: App,
+    scopes: &[&str],
+    manager: &TokenManager,
+) {
+    let listener = LoopbackListener::bind(0).await.unwrap();
+    app.redirect_uris.push(listener.redirect_uri());
+    emulator.register_app(app.clone());
     let scopes: Vec<String> = scopes.iter().map(|s| (*s).to_owned()).collect();
     let request = manager
         .oauth()
@@ -70,5 +87,4 @@ pub async fn sign_in(
         panic!("expected a code")
     };
     manager.complete_sign_in(&request, &code).await.unwrap();
-    manager
 }
