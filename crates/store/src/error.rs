@@ -41,6 +41,17 @@ pub enum StoreError {
         /// What SQLite reported.
         detail: String,
     },
+    /// The file is a SQLite database of another program: never migrated, never written.
+    #[error(
+        "{} is not a Feishu Companion database: {reason}. It has been left untouched; the app keeps its data in its own file, so check the --data-dir folder or move this file out of the way.",
+        path.display()
+    )]
+    NotOurs {
+        /// The file.
+        path: PathBuf,
+        /// How it was recognised.
+        reason: String,
+    },
     /// The file was written by a newer version of the app.
     #[error(
         "the database {} was written by a newer version of Feishu Companion (schema {found}; this version knows up to {supported}). It has been left untouched: update the app to open it.",

@@ -19,6 +19,7 @@
 //! The store never deletes or recreates a user's database file on its own: a damaged file, one it
 //! cannot read, or one written by a newer version is reported with the file's path and what to do.
 
+pub mod check;
 mod engine;
 mod error;
 mod schema;
@@ -74,6 +75,7 @@ pub struct Session {
 pub struct Store {
     conn: Mutex<Connection>,
     path: PathBuf,
+    check: std::sync::Arc<Mutex<check::CheckState>>,
 }
 
 impl Store {
@@ -123,8 +125,9 @@ impl Store {
             r.get::<_, i64>(0)
         })
         .map_err(at)?;
-        // Before anything writes to the file: a newer version's database must stay byte-for-byte
-        // as it was (even switching the journal mode rewrites its header).
+        // Before anything writes to the file: another program's database, or a newer version's,
+        // must stay byte-for-byte as it was (even switching the journal mode rewrites its header).
+        let ownership = check::ownership(&conn, &path)?;
         schema::refuse_newer(&conn, &path)?;
         // WAL: readers never block the writer, and a commit is one append to the log. NORMAL sync
         // in WAL mode survives any crash of the app; only a power cut can lose the last commits.
@@ -134,9 +137,14 @@ impl Store {
             .map_err(at)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(at)?;
         schema::migrate(&mut conn, &path)?;
+        if ownership == check::Ownership::Adopt {
+            conn.pragma_update(None, "application_id", check::APPLICATION_ID)
+                .map_err(at)?;
+        }
         Ok(Store {
             conn: Mutex::new(conn),
             path,
+            check: std::sync::Arc::new(Mutex::new(check::CheckState::Running)),
         })
     }
 
@@ -391,6 +399,15 @@ impl Store {
             return Err(StoreError::SessionNotFound(session_id.to_owned()));
         }
         Ok(())
+    }
+
+    /// SQLite's `quick_check` of this store's file through a read-only connection of its own
+    /// (see [`check::quick_check`]); `None` for a sound file or an in-memory store.
+    pub fn quick_check(&self) -> Result<Option<check::Damage>, StoreError> {
+        if self.path == Path::new(":memory:") {
+            return Ok(None);
+        }
+        check::quick_check(&self.path)
     }
 
     /// SQLite's full `PRAGMA integrity_check`: `"ok"` for a sound file, otherwise what is wrong.

@@ -164,6 +164,44 @@ pub enum VaultError {
     /// AES-GCM refused to encrypt (only possible for values of many gigabytes).
     #[error("cannot encrypt the secret {0:?}: the value is too large")]
     TooLarge(String),
+    /// The vault's master key is missing or unusable, so no secret can be read or written until
+    /// the user forgets the stored secrets ([`Vault::forget_all`]).
+    #[error(
+        "the stored secrets cannot be used: {reason} To start again without them, choose Settings → Data → \"Sign out and forget all secrets\" (conversations, rules and the audit trail are kept)."
+    )]
+    Locked {
+        /// Why (the error met when opening).
+        reason: String,
+    },
+}
+
+/// Where the vault's key stands.
+enum KeyState {
+    /// The key is in hand.
+    Unlocked {
+        key_id: String,
+        cipher: Box<Aes256Gcm>,
+    },
+    /// The key is lost or unusable: every stored secret is unreadable.
+    Locked { reason: String },
+}
+
+/// A stored secret that cannot be read, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    /// The secret's name.
+    pub name: String,
+    /// Why, worded for the user (never the value).
+    pub problem: String,
+}
+
+/// Whether the vault's secrets can be read.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct VaultHealth {
+    /// Why no secret can be read (the master key is lost or unusable), if so.
+    pub locked: Option<String>,
+    /// The secrets that cannot be read (every one, when locked).
+    pub unreadable: Vec<Unreadable>,
 }
 
 fn found_keys(found: &[String]) -> String {
@@ -187,8 +225,7 @@ fn json_problem(err: &serde_json::Error) -> &'static str {
 pub struct Vault {
     store: Arc<Store>,
     keys: Box<dyn MasterKeySource>,
-    key_id: String,
-    cipher: Aes256Gcm,
+    state: std::sync::RwLock<KeyState>,
     notice: Option<KeySourceNotice>,
 }
 
@@ -197,7 +234,7 @@ impl fmt::Debug for Vault {
         f.debug_struct("Vault")
             .field("store", &self.store.path())
             .field("keys", &self.keys)
-            .field("key_id", &self.key_id)
+            .field("key_id", &self.key_id())
             .finish_non_exhaustive()
     }
 }
@@ -211,36 +248,145 @@ impl Vault {
     /// empty vault.
     pub fn open(store: Arc<Store>, keys: Box<dyn MasterKeySource>) -> Result<Vault, VaultError> {
         let stored = stored_key_ids(&store)?;
-        let key = if stored.is_empty() {
-            keys.load_or_create()?
-        } else {
-            let found = keys.load_all()?;
-            let found_ids: Vec<String> = found.iter().map(|k| k.id().to_owned()).collect();
-            found
-                .into_iter()
-                .find(|k| stored.iter().any(|id| id == k.id()))
-                .ok_or_else(|| VaultError::NoMatchingKey {
-                    path: store.path().to_path_buf(),
-                    stored,
-                    source_description: keys.description(),
-                    found: found_ids,
-                })?
-        };
-        let cipher = Aes256Gcm::new(<&Key<Aes256Gcm>>::from(key.bytes()));
+        let key = Vault::find_key(&store, keys.as_ref(), stored)?;
         let notice = keys.notice();
         tracing::debug!(key_id = key.id(), keys = %keys.description(), "vault opened");
         Ok(Vault {
             store,
             keys,
-            key_id: key.id().to_owned(),
-            cipher,
+            state: std::sync::RwLock::new(unlocked(&key)),
             notice,
         })
     }
 
-    /// The fingerprint of the master key in use.
-    pub fn key_id(&self) -> &str {
-        &self.key_id
+    /// Like [`Vault::open`], but a master key that is lost, replaced or damaged does not stop
+    /// the app: the vault opens *locked* ([`Vault::health`] says why; reading or writing a
+    /// secret is [`VaultError::Locked`]) until the user forgets the secrets with
+    /// [`Vault::forget_all`]. Nothing is deleted or replaced by opening.
+    pub fn open_or_locked(
+        store: Arc<Store>,
+        keys: Box<dyn MasterKeySource>,
+    ) -> Result<Vault, VaultError> {
+        let reason = match stored_key_ids(&store)
+            .and_then(|stored| Vault::find_key(&store, keys.as_ref(), stored))
+        {
+            Ok(key) => {
+                let notice = keys.notice();
+                return Ok(Vault {
+                    store,
+                    keys,
+                    state: std::sync::RwLock::new(unlocked(&key)),
+                    notice,
+                });
+            }
+            Err(e @ (VaultError::NoMatchingKey { .. } | VaultError::KeySource(_))) => e.to_string(),
+            Err(other) => return Err(other),
+        };
+        tracing::warn!(%reason, "the vault is locked: its master key is not available");
+        let notice = keys.notice();
+        Ok(Vault {
+            store,
+            keys,
+            state: std::sync::RwLock::new(KeyState::Locked { reason }),
+            notice,
+        })
+    }
+
+    fn find_key(
+        store: &Store,
+        keys: &dyn MasterKeySource,
+        stored: Vec<String>,
+    ) -> Result<MasterKey, VaultError> {
+        if stored.is_empty() {
+            return Ok(keys.load_or_create()?);
+        }
+        let found = keys.load_all()?;
+        let found_ids: Vec<String> = found.iter().map(|k| k.id().to_owned()).collect();
+        found
+            .into_iter()
+            .find(|k| stored.iter().any(|id| id == k.id()))
+            .ok_or_else(|| VaultError::NoMatchingKey {
+                path: store.path().to_path_buf(),
+                stored,
+                source_description: keys.description(),
+                found: found_ids,
+            })
+    }
+
+    fn state(&self) -> std::sync::RwLockReadGuard<'_, KeyState> {
+        // The state is replaced whole, never left half-written by a panic.
+        self.state
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The fingerprint of the master key in use (empty while locked).
+    pub fn key_id(&self) -> String {
+        match &*self.state() {
+            KeyState::Unlocked { key_id, .. } => key_id.clone(),
+            KeyState::Locked { .. } => String::new(),
+        }
+    }
+
+    /// Which secrets cannot be read, and why; every one, with the reason, when locked.
+    pub fn health(&self) -> Result<VaultHealth, VaultError> {
+        let names = self.names()?;
+        if let KeyState::Locked { reason } = &*self.state() {
+            return Ok(VaultHealth {
+                locked: Some(reason.clone()),
+                unreadable: names
+                    .into_iter()
+                    .map(|name| Unreadable {
+                        name,
+                        problem: reason.clone(),
+                    })
+                    .collect(),
+            });
+        }
+        let mut unreadable = Vec::new();
+        for name in names {
+            match self.get(&name) {
+                Ok(_) => {}
+                Err(VaultError::Store(e)) => return Err(VaultError::Store(e)),
+                Err(e) => unreadable.push(Unreadable {
+                    name,
+                    problem: e.to_string(),
+                }),
+            }
+        }
+        Ok(VaultHealth {
+            locked: None,
+            unreadable,
+        })
+    }
+
+    /// Deletes every stored secret (sign-ins, the App Secret, model keys) and, if the vault was
+    /// locked, takes a usable master key: the existing one, or a new one after a damaged one is
+    /// set aside (renamed, never deleted). Returns how many secrets were deleted. Everything
+    /// else in the database is kept.
+    pub fn forget_all(&self) -> Result<usize, VaultError> {
+        let mut state = self
+            .state
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let deleted = self
+            .store
+            .conn()
+            .execute("DELETE FROM secrets", [])
+            .map_err(|e| self.store.db_err(e))?;
+        if matches!(&*state, KeyState::Locked { .. }) {
+            let key = match self.keys.load_or_create() {
+                Ok(key) => key,
+                Err(e) => {
+                    tracing::warn!(error = %e, "setting the unusable master key aside");
+                    self.keys.set_aside_unusable()?;
+                    self.keys.load_or_create()?
+                }
+            };
+            *state = unlocked(&key);
+        }
+        tracing::info!(deleted, "forgot every stored secret");
+        Ok(deleted)
     }
 
     /// Where the master key is kept, for people.
@@ -257,6 +403,15 @@ impl Vault {
     /// Encrypts `value` and stores it under `name`, replacing any previous value.
     pub fn put(&self, name: &str, value: &[u8]) -> Result<(), VaultError> {
         check_name(name)?;
+        let state = self.state();
+        let (key_id, cipher) = match &*state {
+            KeyState::Unlocked { key_id, cipher } => (key_id, cipher),
+            KeyState::Locked { reason } => {
+                return Err(VaultError::Locked {
+                    reason: reason.clone(),
+                });
+            }
+        };
         let mut nonce = [0u8; NONCE_LEN];
         getrandom::fill(&mut nonce).map_err(|e| VaultError::Random {
             name: name.to_owned(),
@@ -266,7 +421,7 @@ impl Vault {
         // never reallocates, so no plaintext is left behind in freed memory.
         let mut buffer = Zeroizing::new(Vec::with_capacity(value.len() + 16));
         buffer.extend_from_slice(value);
-        self.cipher
+        cipher
             .encrypt_in_place(
                 <&Nonce<Aes256Gcm>>::from(&nonce),
                 &associated_data(name),
@@ -282,7 +437,7 @@ impl Vault {
                  ON CONFLICT (name) DO UPDATE SET nonce = excluded.nonce,
                      ciphertext = excluded.ciphertext, key_id = excluded.key_id,
                      updated_at = excluded.updated_at",
-                params![name, &nonce[..], buffer.as_slice(), self.key_id, now],
+                params![name, &nonce[..], buffer.as_slice(), key_id, now],
             )
             .map_err(|e| self.store.db_err(e))?;
         tracing::debug!(secret = name, "stored a secret");
@@ -305,13 +460,22 @@ impl Vault {
         let Some((nonce, mut buffer, key_id)) = row else {
             return Ok(None);
         };
+        let state = self.state();
+        let (current, cipher) = match &*state {
+            KeyState::Unlocked { key_id, cipher } => (key_id, cipher),
+            KeyState::Locked { reason } => {
+                return Err(VaultError::Locked {
+                    reason: reason.clone(),
+                });
+            }
+        };
         let path = || self.store.path().to_path_buf();
-        if key_id != self.key_id {
+        if key_id != *current {
             return Err(VaultError::OtherKey {
                 name: name.to_owned(),
                 path: path(),
                 found: key_id,
-                current: self.key_id.clone(),
+                current: current.clone(),
             });
         }
         let nonce: [u8; NONCE_LEN] =
@@ -325,7 +489,7 @@ impl Vault {
                 })?;
         // Decrypted in place: the plaintext only ever exists in this zeroizing buffer. The tag is
         // checked before anything is decrypted, so a failure leaves no plaintext at all.
-        self.cipher
+        cipher
             .decrypt_in_place(
                 <&Nonce<Aes256Gcm>>::from(&nonce),
                 &associated_data(name),
@@ -387,6 +551,13 @@ impl Vault {
                 line: e.line(),
                 column: e.column(),
             })
+    }
+}
+
+fn unlocked(key: &MasterKey) -> KeyState {
+    KeyState::Unlocked {
+        key_id: key.id().to_owned(),
+        cipher: Box::new(Aes256Gcm::new(<&Key<Aes256Gcm>>::from(key.bytes()))),
     }
 }
 

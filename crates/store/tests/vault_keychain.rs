@@ -135,7 +135,7 @@ fn against_the_real_secret_service() {
     .unwrap_or_else(|e| fail("create a key through the chain", &e));
     assert_eq!(
         second.load().unwrap().map(|k| k.id().to_owned()).as_deref(),
-        Some(vault.key_id())
+        Some(vault.key_id().as_str())
     );
     assert!(!key_path.exists());
 

@@ -236,6 +236,13 @@ pub trait MasterKeySource: Send + Sync + fmt::Debug {
     fn notice(&self) -> Option<KeySourceNotice> {
         None
     }
+
+    /// Moves a key kept here that cannot be loaded out of the way (a key file is renamed, never
+    /// deleted), so a new one can be created. A usable key is left alone. Called only once every
+    /// secret it could have protected has been deleted ([`crate::Vault::forget_all`]).
+    fn set_aside_unusable(&self) -> Result<(), KeySourceError> {
+        Ok(())
+    }
 }
 
 /// The key in memory only, for tests. Clones share the key.
@@ -413,6 +420,17 @@ impl KeyFile {
 impl MasterKeySource for KeyFile {
     fn description(&self) -> String {
         format!("the key file {}", self.path.display())
+    }
+
+    fn set_aside_unusable(&self) -> Result<(), KeySourceError> {
+        if self.load().is_ok() {
+            return Ok(());
+        }
+        let mut aside = self.path.clone().into_os_string();
+        aside.push(format!(".unusable-{}", agent::now_millis()));
+        std::fs::rename(&self.path, &aside).map_err(self.io_err("set aside"))?;
+        tracing::warn!(from = %self.path.display(), to = %PathBuf::from(&aside).display(), "set an unusable master key file aside");
+        Ok(())
     }
 
     fn load(&self) -> Result<Option<MasterKey>, KeySourceError> {
@@ -621,6 +639,14 @@ impl Default for OsKeychain {
 }
 
 impl MasterKeySource for OsKeychain {
+    fn set_aside_unusable(&self) -> Result<(), KeySourceError> {
+        // A keychain entry cannot be renamed; one that does not hold a key helps nobody.
+        if let Err(KeySourceError::Damaged { .. }) = self.load() {
+            self.delete()?;
+        }
+        Ok(())
+    }
+
     fn description(&self) -> String {
         format!(
             "the OS keychain (service {}, account {})",
@@ -761,6 +787,14 @@ impl FallbackChain {
 }
 
 impl MasterKeySource for FallbackChain {
+    fn set_aside_unusable(&self) -> Result<(), KeySourceError> {
+        match self.keychain.load() {
+            Ok(_) | Err(KeySourceError::Unavailable { .. }) => {}
+            Err(_) => self.keychain.set_aside_unusable()?,
+        }
+        self.file.set_aside_unusable()
+    }
+
     fn description(&self) -> String {
         format!(
             "{}, or else {}",
