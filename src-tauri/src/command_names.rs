@@ -38,4 +38,7 @@ pub const COMMANDS: &[&str] = &[
     "set_autonomy",
     "check_edit",
     "list_models",
+    "data_status",
+    "forget_secrets",
+    "reset_app",
 ];

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use companion::Settings;
 use companion::check::CheckView;
+use companion::data::{DataView, ForgetSecretsResult};
 use companion::view::{
     AccountView, AppInfo, AuditQuery, AuditView, AutonomyInput, AutonomyView, BatchDecision,
     CallView, DecisionInput, EditCheckView, ExportFormat, ModelListView, RuleView, SavedSettings,
@@ -74,6 +75,9 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         set_autonomy,
         check_edit,
         list_models,
+        data_status,
+        forget_secrets,
+        reset_app,
     ]
 }
 
@@ -361,4 +365,50 @@ async fn list_models(
         .list_models(&preset, base_url)
         .await
         .map_err(text)
+}
+
+/// The Settings page's "Data" section: what cannot be read, the database check, what a reset
+/// deletes.
+#[tauri::command]
+async fn data_status(shell: State<'_, Shell>) -> Answer<DataView> {
+    let c = shell.companion().await?;
+    c.data_view().await.map_err(text)
+}
+
+/// The answer to a destructive command called without the UI's confirmation.
+fn unconfirmed() -> String {
+    "这个操作需要先确认。/ This needs the user's confirmation first.".to_owned()
+}
+
+/// "Sign out and forget all secrets", once the user confirmed; conversations, rules and the
+/// audit trail are kept.
+#[tauri::command]
+async fn forget_secrets(shell: State<'_, Shell>, confirmed: bool) -> Answer<ForgetSecretsResult> {
+    if !confirmed {
+        return Err(unconfirmed());
+    }
+    let c = shell.companion().await?;
+    c.forget_secrets().await.map_err(text)
+}
+
+/// "Reset the app", after the UI's confirmation: the next start deletes the app's files, and the
+/// app restarts now. Works also when the core could not open (that may be why the user resets).
+#[tauri::command]
+async fn reset_app<R: Runtime>(
+    app: AppHandle<R>,
+    shell: State<'_, Shell>,
+    confirmed: bool,
+) -> Answer<()> {
+    if !confirmed {
+        return Err(unconfirmed());
+    }
+    match shell.companion_now() {
+        Some(c) => blocking(move || c.reset_app().map(drop).map_err(text)).await?,
+        None => {
+            let paths = crate::app_paths(&shell.launch)?;
+            companion::data::request_reset(&paths).map_err(text)?;
+        }
+    }
+    log::warn!("the user reset the app; restarting");
+    app.restart()
 }

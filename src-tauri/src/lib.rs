@@ -119,13 +119,18 @@ pub fn start<R: Runtime>(app: AppHandle<R>) {
     });
 }
 
-async fn open(launch: &Launch) -> Result<Companion, String> {
-    let paths = match &launch.data_dir {
-        Some(dir) => AppPaths::under(dir),
+/// Where this run keeps its data: `--data-dir`, or the platform's folders.
+pub(crate) fn app_paths(launch: &Launch) -> Result<AppPaths, String> {
+    match &launch.data_dir {
+        Some(dir) => Ok(AppPaths::under(dir)),
         None => AppPaths::system().ok_or_else(|| {
             "飞书助手找不到你的主目录，无法保存数据。/ Feishu Companion cannot find your home folder to keep its data in.".to_owned()
-        })?,
-    };
+        }),
+    }
+}
+
+async fn open(launch: &Launch) -> Result<Companion, String> {
+    let paths = app_paths(launch)?;
     let data_dir = paths.data_dir.clone();
     let options = OpenOptions {
         memory_keys: launch.ephemeral_keys,

@@ -39,6 +39,19 @@
   let update = opts.update
     ? { state: 'available', update: { version: opts.update, current_version: '0.1.0', notes: opts.updateNotes ?? '', date: '2026-11-30T08:00:00Z' } }
     : { state: 'up_to_date' };
+  let resetRequested = false;
+  // Settings → Data; a test passes `data` in the options to show locked or unreadable secrets.
+  const data = opts.data || {
+    secrets_locked: null,
+    unreadable: [],
+    sign_in_problem: null,
+    database: { state: 'ok' },
+    reset_deletes: [
+      { what: text('数据库：全部对话、待审批事项、规则、审计记录，以及加密保存的登录信息、App Secret 和模型密钥', 'The database: every conversation, pending approval, rule and the audit trail, and the encrypted sign-in, App Secret and model keys'), path: '/home/u/.local/share/feishu-companion/companion.db' },
+      { what: text('设置', 'Settings'), path: '/home/u/.config/feishu-companion/settings.json' },
+      { what: text('主密钥文件（仅在系统钥匙串不可用时使用）', 'The master key file (used only where no system keychain is available)'), path: '/home/u/.local/share/feishu-companion/master.key' },
+    ],
+  };
 
   function addSession(title, pendingN) {
     const id = 's' + (sessions.length + 1);
@@ -387,6 +400,22 @@
       const models = [...new Set([p.default_model, chosen, p.default_model + '-pro', 'another-model'])].filter(Boolean).sort();
       return { preset, models, selected: chosen, default_model: p.default_model };
     },
+    data_status: () => JSON.parse(JSON.stringify(data)),
+    forget_secrets: ({ confirmed }) => {
+      if (confirmed !== true) throw 'This needs the user\'s confirmation first.';
+      const deleted = (secretSet ? 1 : 0) + Object.values(keys).filter(Boolean).length + (data.secrets_locked ? data.unreadable.length : 0);
+      secretSet = false;
+      for (const k of Object.keys(keys)) keys[k] = false;
+      account = null;
+      data.secrets_locked = null;
+      data.unreadable = [];
+      return { deleted, restart_needed: true };
+    },
+    reset_app: ({ confirmed }) => {
+      if (confirmed !== true) throw 'This needs the user\'s confirmation first.';
+      resetRequested = true;
+      return null;
+    },
     'plugin:event|listen': ({ event, handler }) => {
       const eventId = evSeq++;
       if (!listeners.has(event)) listeners.set(event, []);
@@ -440,6 +469,7 @@
     emit: ui,
     emitOpen: (p) => emit('companion://open', p),
     commandsCalled: (name) => log.filter((l) => l.cmd === name),
+    resetRequested: () => resetRequested,
     /** The agent of `session_id` proposes a call that waits for the user (as the backend would emit it). */
     propose(over = {}) {
       const c = call(Object.assign({ session_id: 's1' }, over));

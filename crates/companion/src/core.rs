@@ -7,7 +7,8 @@ use agent::persist::AuditFilter;
 use agent::{CallRecord, Content, Decision, Engine, EngineEvent, Event, Rule, TurnOutcome};
 use emulator::feishu::FeishuEmulator;
 use emulator::model_server::ModelServer;
-use feishu::{Account, CallbackOutcome, LoopbackListener};
+use feishu::listener::Answer;
+use feishu::{Account, CallbackOutcome, LoopbackListener, TokenManager};
 use store::Store;
 use store::vault::{OsKeychain, Vault, fallback_chain};
 use tokio::sync::broadcast;
@@ -170,14 +171,19 @@ impl Companion {
         paths.create().map_err(|e| {
             CompanionError::Other(format!("cannot create {}: {e}", paths.data_dir.display()))
         })?;
+        // A reset the user asked for happens first, before anything opens the files it deletes.
+        crate::data::perform_pending_reset(&paths)?;
         let settings = Settings::load(&paths.settings_file())?;
         let store = Arc::new(Store::open(paths.database())?);
+        store.start_quick_check();
         let keys: Box<dyn store::vault::MasterKeySource> = if options.memory_keys {
             Box::new(store::vault::MemoryKeySource::new())
         } else {
             Box::new(fallback_chain(OsKeychain::new(), paths.key_file()))
         };
-        let vault = Arc::new(Vault::open(store.clone(), keys)?);
+        // A lost or damaged key locks the vault instead of stopping the app: Settings says what
+        // cannot be read and offers to forget the secrets.
+        let vault = Arc::new(Vault::open_or_locked(store.clone(), keys)?);
         let kept = Mutex::new(Kept::default());
         let runtime = runtime::build(&paths, &settings, &options, &vault, &store, &kept).await?;
         let (events, _) = broadcast::channel(4096);
@@ -466,11 +472,11 @@ impl Companion {
         listener: LoopbackListener,
         request: feishu::SignInRequest,
     ) -> SignInStatus {
-        let outcome = match listener
-            .wait(request.state.secret(), feishu::flow::SIGN_IN_TIMEOUT)
+        let callback = match listener
+            .callback(request.state.secret(), feishu::flow::SIGN_IN_TIMEOUT)
             .await
         {
-            Ok(outcome) => outcome,
+            Ok(callback) => callback,
             Err(feishu::ListenerError::Timeout(waited)) => {
                 return SignInStatus::Refused {
                     problem: self.describe(&crate::sign_in_help::SignInProblem::TimedOut {
@@ -484,18 +490,26 @@ impl Companion {
                 };
             }
         };
-        let code = match outcome {
+        let code = match callback.outcome.clone() {
             CallbackOutcome::Code(code) => code,
-            CallbackOutcome::Denied { .. } => return SignInStatus::Declined,
+            CallbackOutcome::Denied { .. } => {
+                callback.answer(Answer::Declined).await;
+                return SignInStatus::Declined;
+            }
         };
+        // The browser's page waits for this: it says "signed in" only once it is so.
         let account = match self
             .runtime()
             .tokens
             .complete_sign_in(&request, &code)
             .await
         {
-            Ok(account) => account,
+            Ok(account) => {
+                callback.answer(Answer::SignedIn).await;
+                account
+            }
             Err(e) => {
+                callback.answer(Answer::Failed(e.to_string())).await;
                 return SignInStatus::Failed {
                     message: e.to_string(),
                 };
@@ -628,9 +642,23 @@ impl Companion {
             .is_some_and(|task| !task.is_finished())
     }
 
-    /// Which secrets are set, without their values.
+    /// Which secrets are set and readable, without their values (one that cannot be read is
+    /// asked for again).
     pub fn secrets_present(&self) -> Result<Vec<String>, CompanionError> {
-        Ok(self.inner.vault.names()?)
+        let unreadable = self.inner.vault.health()?.unreadable;
+        let mut names = self.inner.vault.names()?;
+        names.retain(|n| !unreadable.iter().any(|u| &u.name == n));
+        Ok(names)
+    }
+
+    /// The token manager of the running profile (for the application core's own modules).
+    pub(crate) fn tokens(&self) -> Arc<TokenManager> {
+        self.runtime().tokens.clone()
+    }
+
+    /// The main database, whose check Settings shows (for the application core's own modules).
+    pub(crate) fn main_store(&self) -> &Arc<Store> {
+        &self.inner.main_store
     }
 
     /// A secret's value, for the core's own requests (never for the UI).

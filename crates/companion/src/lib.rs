@@ -11,6 +11,7 @@ mod apply;
 pub mod autonomy;
 pub mod check;
 mod core;
+pub mod data;
 mod edit;
 pub mod labels;
 mod model_items;

@@ -89,10 +89,17 @@ pub(crate) async fn build(
     main_store: &Arc<Store>,
     kept: &Mutex<Kept>,
 ) -> Result<Arc<Runtime>, CompanionError> {
+    // A secret that cannot be read (a damaged row, a locked vault) counts as not set: the app
+    // asks for it again instead of stopping. Only a database failure is an error.
     let secret = |name: &str| -> Result<Option<String>, CompanionError> {
-        Ok(vault
-            .get(name)?
-            .map(|b| String::from_utf8_lossy(&b).into_owned()))
+        match vault.get(name) {
+            Ok(value) => Ok(value.map(|b| String::from_utf8_lossy(&b).into_owned())),
+            Err(store::VaultError::Store(e)) => Err(e.into()),
+            Err(e) => {
+                tracing::warn!(secret = name, error = %e, "a stored secret cannot be read");
+                Ok(None)
+            }
+        }
     };
     let app_secret = secret(APP_SECRET)?;
     let preset = llm::preset(&settings.model.preset).ok_or_else(|| {

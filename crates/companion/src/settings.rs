@@ -132,25 +132,82 @@ pub enum SettingsError {
         source: std::io::Error,
     },
     /// The file is not valid settings; it is left as it is.
-    #[error("the settings file {} is not valid ({message}); fix or delete it, the app will start with defaults", path.display())]
+    #[error("the settings file {} is not valid: {message}. The file was left as it is: fix it, or delete it and the app will start with defaults", path.display())]
     Invalid {
         /// The file.
         path: std::path::PathBuf,
-        /// What is wrong, by field.
+        /// What is wrong, by field, with the accepted values when known.
         message: String,
     },
-    /// A value is out of range.
+    /// A value is out of range (when saving from the app).
     #[error("{0}")]
-    Rejected(String),
+    Rejected(FieldError),
+}
+
+/// One setting with a value the app cannot use.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field} is {found}, but {accepted}")]
+pub struct FieldError {
+    /// The field's path in the file (`feishu.redirect_port`).
+    pub field: &'static str,
+    /// The value found, quoted.
+    pub found: String,
+    /// What it may be.
+    pub accepted: String,
+}
+
+/// The lowest redirect port: below 1024 a port is reserved for system services.
+pub const MIN_REDIRECT_PORT: u16 = 1024;
+/// The longest an approval may wait: a year.
+pub const MAX_APPROVAL_EXPIRY_MINUTES: u32 = 366 * 24 * 60;
+
+/// What a field accepts, in words, for the error message.
+fn accepted(field: &str) -> Option<String> {
+    Some(match field {
+        "language" => "it must be one of \"system\", \"zh\", \"en\"".to_owned(),
+        "theme" => "it must be one of \"system\", \"light\", \"dark\"".to_owned(),
+        "feishu.brand" => "it must be \"feishu\" or \"lark\"".to_owned(),
+        "feishu.redirect_port" => {
+            format!("it must be a port from {MIN_REDIRECT_PORT} to 65535")
+        }
+        "feishu.app_id" => {
+            "it must be empty or a Feishu App ID: cli_ followed by letters and digits".to_owned()
+        }
+        "model.preset" => format!(
+            "it must be one of {}",
+            llm::PRESETS
+                .iter()
+                .map(|p| format!("\"{}\"", p.id))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        "model.base_url" | "model.model" => "it must be text, or null".to_owned(),
+        "approval_expiry_minutes" => {
+            format!("it must be a whole number of minutes from 1 to {MAX_APPROVAL_EXPIRY_MINUTES}")
+        }
+        "time_zone" => {
+            "it must be empty (the system's) or a time zone name such as \"Asia/Shanghai\""
+                .to_owned()
+        }
+        _ => return None,
+    })
+}
+
+fn app_id_ok(app_id: &str) -> bool {
+    app_id.is_empty()
+        || app_id.strip_prefix("cli_").is_some_and(|rest| {
+            (1..=64).contains(&rest.len()) && rest.chars().all(|c| c.is_ascii_alphanumeric())
+        })
 }
 
 impl Settings {
-    /// Reads the settings; a missing file gives the defaults.
+    /// Reads and checks the settings; a missing file gives the defaults. A file that cannot be
+    /// used is an error naming the file, the field and what it accepts; it is never rewritten.
     pub fn load(path: &Path) -> Result<Settings, SettingsError> {
-        match std::fs::read_to_string(path) {
-            Ok(text) => agent::json::from_str(&text).map_err(|e| SettingsError::Invalid {
+        match std::fs::read(path) {
+            Ok(bytes) => Settings::parse(&bytes).map_err(|message| SettingsError::Invalid {
                 path: path.to_path_buf(),
-                message: e.to_string(),
+                message,
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Settings::default()),
             Err(source) => Err(SettingsError::Io {
@@ -161,35 +218,66 @@ impl Settings {
         }
     }
 
+    /// Parses and checks the settings file's bytes; the error says which field is wrong and
+    /// what it accepts. Total over every input (the settings fuzz target holds it to that).
+    pub fn parse(bytes: &[u8]) -> Result<Settings, String> {
+        let text = std::str::from_utf8(bytes)
+            .map_err(|e| format!("it is not UTF-8 text (byte {})", e.valid_up_to()))?;
+        // serde reads a struct from an array too; a settings file is an object, as are its
+        // sections.
+        if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
+            if !value.is_object() {
+                return Err("it must hold one JSON object of settings".to_owned());
+            }
+            for section in ["model", "feishu"] {
+                if value.get(section).is_some_and(|v| !v.is_object()) {
+                    return Err(format!("{section}: it must be an object"));
+                }
+            }
+        }
+        let settings: Settings = agent::json::from_str(text).map_err(|e| {
+            let field = e.path.as_str();
+            match accepted(field) {
+                Some(accepted) => format!("{field}: {}; {accepted}", e.message),
+                None if field == "." => e.message.clone(),
+                None => format!("{field}: {}", e.message),
+            }
+        })?;
+        settings.check().map_err(|e| e.to_string())?;
+        Ok(settings)
+    }
+
     /// Checks the values a user can get wrong.
     pub fn validate(&self) -> Result<(), SettingsError> {
-        if self.feishu.redirect_port < 1024 {
-            return Err(SettingsError::Rejected(format!(
-                "redirect port {} is reserved; choose one between 1024 and 65535",
-                self.feishu.redirect_port
-            )));
-        }
-        if !self.feishu.app_id.is_empty() && !self.feishu.app_id.starts_with("cli_") {
-            return Err(SettingsError::Rejected(
-                "a Feishu App ID starts with cli_".to_owned(),
+        self.check().map_err(SettingsError::Rejected)
+    }
+
+    fn check(&self) -> Result<(), FieldError> {
+        let refuse = |field: &'static str, found: String| FieldError {
+            field,
+            found,
+            accepted: accepted(field).unwrap_or_default(),
+        };
+        if self.feishu.redirect_port < MIN_REDIRECT_PORT {
+            return Err(refuse(
+                "feishu.redirect_port",
+                self.feishu.redirect_port.to_string(),
             ));
         }
-        if self.approval_expiry_minutes == 0 {
-            return Err(SettingsError::Rejected(
-                "approvals must wait at least one minute".to_owned(),
+        if !app_id_ok(&self.feishu.app_id) {
+            return Err(refuse("feishu.app_id", format!("{:?}", self.feishu.app_id)));
+        }
+        if !(1..=MAX_APPROVAL_EXPIRY_MINUTES).contains(&self.approval_expiry_minutes) {
+            return Err(refuse(
+                "approval_expiry_minutes",
+                self.approval_expiry_minutes.to_string(),
             ));
         }
         if llm::preset(&self.model.preset).is_none() {
-            return Err(SettingsError::Rejected(format!(
-                "unknown model preset {:?}",
-                self.model.preset
-            )));
+            return Err(refuse("model.preset", format!("{:?}", self.model.preset)));
         }
         if !self.time_zone.is_empty() && jiff::tz::TimeZone::get(&self.time_zone).is_err() {
-            return Err(SettingsError::Rejected(format!(
-                "unknown time zone {:?}",
-                self.time_zone
-            )));
+            return Err(refuse("time_zone", format!("{:?}", self.time_zone)));
         }
         Ok(())
     }
@@ -203,8 +291,10 @@ impl Settings {
             path: path.to_path_buf(),
             source,
         };
-        let text = serde_json::to_string_pretty(self)
-            .map_err(|e| SettingsError::Rejected(e.to_string()))?;
+        let text = serde_json::to_string_pretty(self).map_err(|e| SettingsError::Invalid {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
         let temp = path.with_extension("json.tmp");
         {
             use std::io::Write as _;
@@ -227,5 +317,117 @@ impl Settings {
             jiff::tz::TimeZone::get(&self.time_zone)
                 .unwrap_or_else(|_| jiff::tz::TimeZone::system())
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// Each damaged file is refused with the file, the field and the accepted values named, and
+    /// is left byte for byte as it was.
+    #[test]
+    fn a_bad_settings_file_names_the_file_the_field_and_what_it_accepts() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        let cases: [(&[u8], &str, &str); 11] = [
+            (
+                br#"{"feishu": {"redirect_port": 80}}"#,
+                "feishu.redirect_port",
+                "from 1024 to 65535",
+            ),
+            (
+                br#"{"feishu": {"redirect_port": 70000}}"#,
+                "feishu.redirect_port",
+                "from 1024 to 65535",
+            ),
+            (
+                br#"{"feishu": {"redirect_port": "9768"}}"#,
+                "feishu.redirect_port",
+                "from 1024 to 65535",
+            ),
+            (
+                br#"{"feishu": {"app_id": "abc"}}"#,
+                "feishu.app_id",
+                "cli_ followed by letters and digits",
+            ),
+            (
+                br#"{"feishu": {"app_id": "cli_../x"}}"#,
+                "feishu.app_id",
+                "cli_ followed by letters and digits",
+            ),
+            (
+                br#"{"feishu": {"brand": "weixin"}}"#,
+                "feishu.brand",
+                r#""feishu" or "lark""#,
+            ),
+            (
+                br#"{"model": {"preset": "gpt-5"}}"#,
+                "model.preset",
+                r#""deepseek""#,
+            ),
+            (
+                br#"{"language": "fr"}"#,
+                "language",
+                r#""system", "zh", "en""#,
+            ),
+            (
+                br#"{"time_zone": "Mars/Olympus"}"#,
+                "time_zone",
+                "Asia/Shanghai",
+            ),
+            (
+                br#"{"approval_expiry_minutes": 0}"#,
+                "approval_expiry_minutes",
+                "from 1 to",
+            ),
+            (
+                br#"{"approval_expiry_minutes": "soon"}"#,
+                "approval_expiry_minutes",
+                "from 1 to",
+            ),
+        ];
+        for (bytes, field, accepted) in cases {
+            std::fs::write(&path, bytes).unwrap();
+            let message = Settings::load(&path).unwrap_err().to_string();
+            assert!(message.contains(&path.display().to_string()), "{message}");
+            assert!(message.contains(field), "{field}: {message}");
+            assert!(message.contains(accepted), "{field}: {message}");
+            assert!(message.contains("left as it is"), "{message}");
+            assert_eq!(
+                std::fs::read(&path).unwrap(),
+                bytes,
+                "the file is untouched"
+            );
+        }
+        for (bytes, says) in [
+            (&b"\xff\xfe{}"[..], "not UTF-8"),
+            (&b"{\"language\": "[..], "EOF"),
+            (&b"[]"[..], "one JSON object"),
+            (&br#"{"feishu": [1]}"#[..], "feishu: it must be an object"),
+        ] {
+            std::fs::write(&path, bytes).unwrap();
+            let message = Settings::load(&path).unwrap_err().to_string();
+            assert!(message.contains(says), "{message}");
+            assert_eq!(std::fs::read(&path).unwrap(), bytes);
+        }
+    }
+
+    #[test]
+    fn good_files_and_a_missing_file_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.json");
+        assert_eq!(Settings::load(&path).unwrap(), Settings::default());
+        std::fs::write(
+            &path,
+            br#"{"feishu": {"app_id": "cli_a1b2c3d4e5f6a7b8", "redirect_port": 1024}, "time_zone": "Asia/Shanghai"}"#,
+        )
+        .unwrap();
+        let settings = Settings::load(&path).unwrap();
+        assert_eq!(settings.feishu.redirect_port, 1024);
+        assert_eq!(settings.feishu.app_id, "cli_a1b2c3d4e5f6a7b8");
+        settings.save(&path).unwrap();
+        assert_eq!(Settings::load(&path).unwrap(), settings);
     }
 }

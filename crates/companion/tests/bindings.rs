@@ -43,6 +43,8 @@ fn generate(dir: &Path) {
         ModelListView,
         companion::Settings,
         companion::updates::UpdateStatusView,
+        companion::data::DataView,
+        companion::data::ForgetSecretsResult,
     );
 }
 

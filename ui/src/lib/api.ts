@@ -11,10 +11,12 @@ import type { AutonomyView } from './bindings/AutonomyView';
 import type { BatchDecision } from './bindings/BatchDecision';
 import type { CheckView } from './bindings/CheckView';
 import type { CallView } from './bindings/CallView';
+import type { DataView } from './bindings/DataView';
 import type { DecisionInput } from './bindings/DecisionInput';
 import type { EditCheckView } from './bindings/EditCheckView';
 import type { ExportFormat } from './bindings/ExportFormat';
 import type { ModelListView } from './bindings/ModelListView';
+import type { ForgetSecretsResult } from './bindings/ForgetSecretsResult';
 import type { RuleView } from './bindings/RuleView';
 import type { SavedSettings } from './bindings/SavedSettings';
 import type { SessionView } from './bindings/SessionView';
@@ -81,6 +83,11 @@ export const api = {
   checkEdit: (callId: string, args: Record<string, unknown>) => invoke<EditCheckView>('check_edit', { callId, args }),
   listModels: (preset: string, baseUrl: string | null) =>
     invoke<ModelListView>('list_models', { preset, baseUrl }),
+  dataStatus: () => invoke<DataView>('data_status'),
+  /** Only after the user confirmed: the shell refuses the call otherwise. */
+  forgetSecrets: () => invoke<ForgetSecretsResult>('forget_secrets', { confirmed: true }),
+  /** Only after the user confirmed: asks the next start to delete the app's files, and restarts. */
+  resetApp: () => invoke<null>('reset_app', { confirmed: true }),
 
   onEvent: (handler: (ev: UiEventView) => void): Promise<UnlistenFn> =>
     listen<UiEventView>('companion://event', (e) => handler(e.payload)),

@@ -5,6 +5,7 @@ import { en as updatesEn, zh as updatesZh } from './i18n/updates';
 import * as tenants from './i18n/tenants';
 import { en as approvalsEn, zh as approvalsZh } from './i18n/approvals';
 import * as providers from './i18n/providers';
+import { en as dataEn, zh as dataZh } from './i18n/data';
 
 export type Lang = 'zh' | 'en';
 
@@ -255,6 +256,7 @@ export const en = {
   open_link_failed: 'Could not open the link: {msg}',
   ...tenants.en,
   ...approvalsEn,
+  ...dataEn,
 } as const;
 
 export type Key = keyof typeof en;
@@ -496,6 +498,7 @@ export const zh: Record<Key, string> = {
   open_link_failed: '无法打开链接：{msg}',
   ...tenants.zh,
   ...approvalsZh,
+  ...dataZh,
 };
 
 export const strings: Record<Lang, Record<Key, string>> = { en, zh };

@@ -20,6 +20,8 @@ const HELP: &str = "\
   /login             登录飞书（授权卡片）/ sign in to Feishu for what waits
   /decline [n]       不登录，取消该调用 / decline signing in for item n
   /cancel            停止当前回合 / stop the current turn
+  /forget            退出登录并清除全部密钥（保留对话、规则和审计记录）/ sign out and forget all secrets
+  /reset yes         重置应用：下次启动时删除数据库、设置和密钥文件 / reset the app at the next start
   /quit              退出 / quit";
 
 #[tokio::main]
@@ -148,6 +150,28 @@ async fn handle(app: &Companion, session: &str, line: &str) -> anyhow::Result<()
         }
         "/cancel" => {
             app.cancel_turn(session).await?;
+        }
+        "/forget" => {
+            let result = app.forget_secrets().await?;
+            println!(
+                "已清除 {} 项密钥 / {} secrets forgotten",
+                result.deleted, result.deleted
+            );
+        }
+        "/reset" => {
+            let items = companion::data::reset_items(app.paths());
+            if words.next() != Some("yes") {
+                println!("重置将删除 / a reset deletes:");
+                for item in &items {
+                    println!("  {} / {}: {}", item.what.zh, item.what.en, item.path);
+                }
+                println!("确认请输入 / to confirm, type: /reset yes");
+            } else {
+                app.reset_app()?;
+                println!(
+                    "下次启动时重置；请退出 (/quit) / the app resets at its next start; /quit now"
+                );
+            }
         }
         _ if command.starts_with('/') => println!("未知命令 / unknown command; /help"),
         _ => {
