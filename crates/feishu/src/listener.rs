@@ -280,20 +280,24 @@ impl LoopbackListener {
             found,
         });
         let (stop, stopped) = oneshot::channel();
-        let mut server = Server {
-            task: tokio::spawn(accept_loop(self.listener, shared, stopped)),
-            stop: Some(stop),
-        };
+        // Until the callback arrives the server runs inside this future, so dropping it (a new
+        // sign-in replacing this one) closes the port at once; then it moves to a task of its
+        // own, to answer the browser once the app has exchanged the code.
+        let mut serving = Box::pin(accept_loop(self.listener, shared, stopped));
         tokio::select! {
             received = tokio::time::timeout(timeout, outcomes.recv()) => match received {
-                Ok(Some((outcome, reply))) => Ok(Callback { outcome, reply: Some(reply), server }),
+                Ok(Some((outcome, reply))) => Ok(Callback {
+                    outcome,
+                    reply: Some(reply),
+                    server: Server {
+                        task: tokio::spawn(serving),
+                        stop: Some(stop),
+                    },
+                }),
                 Ok(None) => Err(ListenerError::Stopped("no callback".to_owned())),
                 Err(_) => Err(ListenerError::Timeout(timeout)),
             },
-            ended = &mut server.task => Err(ListenerError::Stopped(match ended {
-                Ok(()) => "closed".to_owned(),
-                Err(e) => e.to_string(),
-            })),
+            () = &mut serving => Err(ListenerError::Stopped("closed".to_owned())),
         }
     }
 
