@@ -171,7 +171,7 @@ fn accepted(field: &str) -> Option<String> {
             format!("it must be a port from {MIN_REDIRECT_PORT} to 65535")
         }
         "feishu.app_id" => {
-            "it must be empty or a Feishu App ID: cli_ followed by letters and digits".to_owned()
+            "it must be empty or a Feishu App ID: cli_ followed by letters, digits and _".to_owned()
         }
         "model.preset" => format!(
             "it must be one of {}",
@@ -196,7 +196,8 @@ fn accepted(field: &str) -> Option<String> {
 fn app_id_ok(app_id: &str) -> bool {
     app_id.is_empty()
         || app_id.strip_prefix("cli_").is_some_and(|rest| {
-            (1..=64).contains(&rest.len()) && rest.chars().all(|c| c.is_ascii_alphanumeric())
+            (1..=64).contains(&rest.len())
+                && rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
         })
 }
 
@@ -350,12 +351,12 @@ mod tests {
             (
                 br#"{"feishu": {"app_id": "abc"}}"#,
                 "feishu.app_id",
-                "cli_ followed by letters and digits",
+                "cli_ followed by letters, digits and _",
             ),
             (
                 br#"{"feishu": {"app_id": "cli_../x"}}"#,
                 "feishu.app_id",
-                "cli_ followed by letters and digits",
+                "cli_ followed by letters, digits and _",
             ),
             (
                 br#"{"feishu": {"brand": "weixin"}}"#,
