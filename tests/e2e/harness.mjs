@@ -83,12 +83,12 @@ export async function startDriver() {
 /** A fresh data folder whose settings pin the redirect port and the time zone (plus `extra`). */
 export async function freshDataDir(name, extra = {}) {
   const dir = mkdtempSync(path.join(tmpdir(), `fc-e2e-${name}-`));
-  await writeSettings(path.join(dir, 'config'));
+  await writeSettings(path.join(dir, 'config'), extra);
   return dir;
 }
 
-/** Writes settings.json into `configDir`: a free redirect port, Chinese, Shanghai time. */
-export async function writeSettings(configDir) {
+/** Writes settings.json into `configDir`: a free redirect port, Chinese, Shanghai time (plus `extra`). */
+export async function writeSettings(configDir, extra = {}) {
   mkdirSync(configDir, { recursive: true });
   const redirectPort = await freePort();
   writeFileSync(
