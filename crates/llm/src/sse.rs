@@ -159,6 +159,14 @@ impl SseParser {
     }
 
     fn line(&mut self, mut line: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+        // The same bound as on a line still waiting for its end (`check_len`), checked first: a
+        // stream must fail the same way however the network splits it, and a long line seen
+        // whole would otherwise be judged on its UTF-8 (or skipped, as a comment) instead.
+        if line.len() > self.max_bytes {
+            return Err(SseError::TooLarge {
+                limit: self.max_bytes,
+            });
+        }
         if self.at_start {
             self.at_start = false;
             line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
@@ -299,5 +307,67 @@ mod tests {
             .find_map(|_| parser.push(b"data: 0123456789abcdef\n", &mut out).err())
             .unwrap();
         assert_eq!(err, SseError::TooLarge { limit: 64 });
+    }
+
+    fn parse_with_bound(
+        input: &[u8],
+        piece: usize,
+        bound: usize,
+    ) -> Result<Vec<SseEvent>, SseError> {
+        let mut parser = SseParser::with_max_event_bytes(bound);
+        let mut out = Vec::new();
+        for chunk in input.chunks(piece.max(1)) {
+            parser.push(chunk, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    /// Found by fuzzing: a line over the bound that arrived whole was judged on its UTF-8 (or
+    /// skipped as a comment) while the same line in pieces was refused as too large.
+    #[test]
+    fn a_line_over_the_bound_is_refused_however_the_stream_is_split() {
+        let long_invalid = [
+            b"data: ".as_slice(),
+            &[0xE4; 70],
+            b"
+
+",
+        ]
+        .concat();
+        let long_comment = [
+            b": ".as_slice(),
+            &[b'k'; 70],
+            b"
+
+data: x
+
+",
+        ]
+        .concat();
+        for input in [long_invalid, long_comment] {
+            for piece in [1, 7, 64, input.len()] {
+                assert_eq!(
+                    parse_with_bound(&input, piece, 64),
+                    Err(SseError::TooLarge { limit: 64 }),
+                    "piece {piece} of {:?}",
+                    String::from_utf8_lossy(&input)
+                );
+            }
+        }
+        // A line exactly at the bound is fine either way.
+        let at_bound = [
+            b"data: ".as_slice(),
+            &[b'a'; 58],
+            b"
+
+",
+        ]
+        .concat();
+        for piece in [1, 7, at_bound.len()] {
+            assert_eq!(
+                parse_with_bound(&at_bound, piece, 64).unwrap(),
+                vec![ev("", &"a".repeat(58))]
+            );
+        }
     }
 }

@@ -82,14 +82,16 @@ impl<D: Decoder> Pipeline<D> {
         ctx: &Context,
         out: &mut VecDeque<Item>,
     ) -> Result<bool, ModelError> {
-        self.parser
-            .push(bytes, events)
-            .map_err(|e| ctx.malformed(e))?;
+        // The events completed before a malformed line come first, as they would have had the
+        // bytes arrived in smaller reads: whether the answer ends (or fails) on one of them must
+        // not depend on how the network split the stream.
+        let parsed = self.parser.push(bytes, events);
         for event in events.drain(..) {
             if self.decoder.event(event, ctx, out)? {
                 return Ok(true);
             }
         }
+        parsed.map_err(|e| ctx.malformed(e))?;
         Ok(false)
     }
 
@@ -503,6 +505,46 @@ mod damaged_streams {
             out.push_back(pipeline.end(ctx));
         }
         out.pop_back().unwrap().unwrap()
+    }
+
+    /// Found by fuzzing: a whole answer followed by a line that is not UTF-8 was read as a
+    /// malformed stream when it arrived in one read, and as the answer when in several.
+    #[test]
+    fn events_before_a_malformed_line_are_read_however_the_stream_is_split() {
+        let ctx = ctx();
+        let bytes = [OPENAI.as_bytes(), b"data: \xff\xfe\n\n"].concat();
+        for piece in [1, 5, 64, bytes.len()] {
+            let mut pipeline = Pipeline::new(ChatDecoder::new(Default::default()));
+            let mut out = VecDeque::new();
+            let mut done = false;
+            for chunk in bytes.chunks(piece) {
+                done = pipeline
+                    .push(chunk, &ctx, &mut out)
+                    .unwrap_or_else(|e| panic!("piece {piece}: {e:?}"));
+                if done {
+                    break;
+                }
+            }
+            assert!(done, "piece {piece}: [DONE] not seen");
+            let last = out.pop_back().unwrap().unwrap();
+            assert_eq!(last.content.text(), "明天", "piece {piece}");
+        }
+        // An event that fails before the bad line fails the same way in one read as in many.
+        let bytes = b"data: {chunk}\n\ndata: \xff\n\n";
+        let errors: Vec<String> = [1, bytes.len()]
+            .into_iter()
+            .map(|piece| {
+                let mut pipeline = Pipeline::new(ChatDecoder::new(Default::default()));
+                let mut out = VecDeque::new();
+                bytes
+                    .chunks(piece)
+                    .find_map(|chunk| pipeline.push(chunk, &ctx, &mut out).err())
+                    .unwrap()
+                    .message
+            })
+            .collect();
+        assert!(errors[0].contains("not valid JSON"), "{errors:?}");
+        assert_eq!(errors[0], errors[1]);
     }
 
     #[test]
