@@ -1,7 +1,8 @@
 //! The bodies of the fuzz targets, as plain functions of the input bytes. `fuzz/` (a cargo-fuzz
 //! project) runs each under libFuzzer; this crate's test replays every input of the committed
 //! corpus (`fuzz/corpus/<target>/`) through them on the stable toolchain, so CI keeps them
-//! passing without a fuzzer.
+//! passing without a fuzzer, and its mutation test ([`mutate`]) runs a short, counted fuzzing
+//! run of each on stable, seeded from that corpus.
 //!
 //! A target fails by panicking. Besides "never panics", each checks a property of what it
 //! decodes: the SSE and OpenAI-compatible decoders give the same result however the bytes are
@@ -12,6 +13,7 @@
 //! crate's public API (the Anthropic and Gemini decoders over a loopback HTTP server).
 
 mod model_server;
+pub mod mutate;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock};
