@@ -8,6 +8,7 @@
 //! file is deleted while it is open).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 use ts_rs::TS;
@@ -195,18 +196,43 @@ pub fn reset_now(paths: &AppPaths) -> Result<Vec<PathBuf>, CompanionError> {
     Ok(deleted)
 }
 
+/// How bad a check's outcome is, to report the worst of several databases.
+fn severity(state: &store::check::CheckState) -> u8 {
+    match state {
+        store::check::CheckState::Sound => 0,
+        store::check::CheckState::Running => 1,
+        store::check::CheckState::Failed(_) => 2,
+        store::check::CheckState::Damaged(_) => 3,
+    }
+}
+
 impl Companion {
-    /// The Settings page's "Data" section.
-    pub async fn data_view(&self) -> Result<DataView, CompanionError> {
-        let health = self.vault().health()?;
-        let database = match self.main_store().check_state() {
+    /// The check of the main database and, in demo mode, of the demo's: the worst of the two
+    /// (a damage message names its file, so the user knows which one).
+    fn database_check(&self) -> DatabaseCheckView {
+        let mut states = vec![self.main_store().check_state()];
+        let in_use = self.store();
+        if !Arc::ptr_eq(&in_use, self.main_store()) {
+            states.push(in_use.check_state());
+        }
+        let worst = states
+            .into_iter()
+            .max_by_key(severity)
+            .unwrap_or(store::check::CheckState::Running);
+        match worst {
             store::check::CheckState::Running => DatabaseCheckView::Checking,
             store::check::CheckState::Sound => DatabaseCheckView::Ok,
             store::check::CheckState::Damaged(damage) => DatabaseCheckView::Damaged {
                 message: damage.to_string(),
             },
             store::check::CheckState::Failed(message) => DatabaseCheckView::Failed { message },
-        };
+        }
+    }
+
+    /// The Settings page's "Data" section.
+    pub async fn data_view(&self) -> Result<DataView, CompanionError> {
+        let health = self.vault().health()?;
+        let database = self.database_check();
         Ok(DataView {
             secrets_locked: health.locked.clone(),
             unreadable: health

@@ -238,6 +238,9 @@ async fn demo_parts(
         return Ok((demo, store));
     }
     let store = Arc::new(Store::open(demo_database(paths))?);
+    // Checked like the main database: the demo's conversations are the user's too, and damage
+    // found here is reported in Settings with this file's path.
+    store.start_quick_check();
     let demo = Arc::new(start_demo(settings).await?);
     let mut kept = lock(kept);
     kept.demo = Some(demo.clone());

@@ -194,3 +194,59 @@ async fn reset_deletes_what_its_confirmation_names_at_the_next_start() {
             .any(|s| s.id == kept)
     );
 }
+
+/// Fills `path` with a database of a few hundred events, then damages a page in its middle.
+fn damaged_database(path: &std::path::Path) {
+    {
+        let store = store::Store::open(path).unwrap();
+        let session = store
+            .create_session("app", "me", None, &agent::StateMap::new())
+            .unwrap();
+        for i in 0..400 {
+            let event = agent::Event::new("inv", "user").with_content(agent::Content::user_text(
+                format!("message {i} {}", "x".repeat(200)),
+            ));
+            store.append_event(&session.id, i, &event).unwrap();
+        }
+    }
+    // Fold the WAL into the file, so the damage is in the file itself.
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .pragma_update(None, "journal_mode", "DELETE")
+        .unwrap();
+    let mut bytes = std::fs::read(path).unwrap();
+    let page = 4096;
+    assert!(bytes.len() > 8 * page, "{}", bytes.len());
+    for b in &mut bytes[5 * page..5 * page + 200] {
+        *b = 0xA5;
+    }
+    std::fs::write(path, &bytes).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_demo_database_is_reported_in_settings_with_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = paths(dir.path());
+    let demo_db = companion::runtime::demo_database(&paths);
+    damaged_database(&demo_db);
+    let before = std::fs::read(&demo_db).unwrap();
+    // No App Secret: the app starts in demo mode, on demo.db.
+    let app = open(dir.path()).await;
+    assert!(app.is_demo());
+    match database_checked(&app).await {
+        DatabaseCheckView::Damaged { message } => {
+            assert!(
+                message.contains(&demo_db.display().to_string()),
+                "{message}"
+            );
+        }
+        other => panic!("the damaged demo database was not reported: {other:?}"),
+    }
+    drop(app);
+    // The check only reads: the damaged page is as it was.
+    let after = std::fs::read(&demo_db).unwrap();
+    assert_eq!(
+        after[5 * 4096..5 * 4096 + 200],
+        before[5 * 4096..5 * 4096 + 200]
+    );
+}
