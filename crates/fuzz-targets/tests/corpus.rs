@@ -5,9 +5,10 @@
 //! Then a short mutation-fuzzing run of every target on the stable toolchain: inputs derived
 //! from that corpus (see `fuzz_targets::mutate`), a fixed number per target, so the run costs the
 //! same everywhere. `FUZZ_ITERATIONS` sets the number (default 300, a few seconds); `FUZZ_SEED`
-//! the seed (default 0, so a local run is reproducible). CI passes a new seed on every run so
-//! each run tries inputs no earlier one did; a failure names the seed and saves the input, so it
-//! can be replayed and, once fixed, added to `fuzz/corpus/<target>/`. (One test binary for both:
+//! the seed (default 0, so a local run is reproducible). CI passes a seed that changes every day
+//! (the date), so runs keep trying inputs no earlier one did while a failure still reproduces on
+//! a rerun the same day; a failure names the seed and saves the input, so it can be replayed and,
+//! once fixed, added to `fuzz/corpus/<target>/`. (One test binary for both:
 //! each binary links the whole app core, and CI's disk is small.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

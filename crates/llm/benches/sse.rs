@@ -123,6 +123,26 @@ fn bench(c: &mut Criterion) {
         });
     });
     group.finish();
+
+    // One large event (a long tool argument, say) arriving in small reads: each read must cost
+    // its own bytes, not a new search of everything buffered before it.
+    let long = format!("data: {}\n\n", "x".repeat(256 * 1024));
+    let mut group = c.benchmark_group("sse_long_line");
+    group.throughput(Throughput::Bytes(long.len() as u64));
+    group.bench_function("one_256k_line_in_64_byte_reads", |b| {
+        b.iter(|| {
+            let mut parser = SseParser::new();
+            let mut events = Vec::new();
+            for read in long.as_bytes().chunks(64) {
+                parser
+                    .push(black_box(read), &mut events)
+                    .unwrap_or_default();
+            }
+            assert_eq!(events.len(), 1);
+            black_box(events.len())
+        });
+    });
+    group.finish();
 }
 
 criterion_group!(benches, bench);

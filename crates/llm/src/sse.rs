@@ -48,6 +48,9 @@ pub const DEFAULT_MAX_EVENT_BYTES: usize = 8 * 1024 * 1024;
 pub struct SseParser {
     /// Bytes not yet consumed: at most one unterminated line.
     buf: Vec<u8>,
+    /// How many bytes at the start of `buf` are known to hold no line end: a line that arrives
+    /// in many small reads is searched once, not again from its start at every read.
+    searched: usize,
     /// The previous line ended with `\r`; a `\n` at the start of the next read belongs to it.
     skip_lf: bool,
     /// Nothing has been parsed yet (a leading byte-order mark is dropped).
@@ -85,6 +88,7 @@ impl SseParser {
     pub fn with_max_event_bytes(max_bytes: usize) -> Self {
         SseParser {
             buf: Vec::new(),
+            searched: 0,
             skip_lf: false,
             at_start: true,
             consumed: 0,
@@ -108,15 +112,17 @@ impl SseParser {
         if self.buf.is_empty() {
             // The common case: no partial line left over, so lines are read straight from the
             // chunk without copying it into the buffer first.
-            let used = self.lines(chunk, out)?;
+            let used = self.lines(chunk, 0, out)?;
             self.keep(&chunk[used..])
         } else {
+            let searched = std::mem::take(&mut self.searched);
             self.buf.extend_from_slice(chunk);
             let buf = std::mem::take(&mut self.buf);
-            let used = self.lines(&buf, out);
+            let used = self.lines(&buf, searched, out);
             self.buf = buf;
             let used = used?;
             self.buf.drain(..used);
+            self.searched = self.buf.len();
             self.check_len()
         }
     }
@@ -124,6 +130,7 @@ impl SseParser {
     /// Keeps an unterminated tail for the next push.
     fn keep(&mut self, tail: &[u8]) -> Result<(), SseError> {
         self.buf.extend_from_slice(tail);
+        self.searched = self.buf.len();
         self.check_len()
     }
 
@@ -136,11 +143,18 @@ impl SseParser {
         Ok(())
     }
 
-    /// Handles every complete line of `bytes`; returns how many bytes were consumed.
-    fn lines(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) -> Result<usize, SseError> {
+    /// Handles every complete line of `bytes`, whose first `searched` bytes hold no line end;
+    /// returns how many bytes were consumed.
+    fn lines(
+        &mut self,
+        bytes: &[u8],
+        searched: usize,
+        out: &mut Vec<SseEvent>,
+    ) -> Result<usize, SseError> {
         let mut start = 0;
-        while let Some(offset) = memchr::memchr2(b'\n', b'\r', &bytes[start..]) {
-            let end = start + offset;
+        let mut from = searched.min(bytes.len());
+        while let Some(offset) = memchr::memchr2(b'\n', b'\r', &bytes[from..]) {
+            let end = from + offset;
             let line = &bytes[start..end];
             let mut next = end + 1;
             if bytes[end] == b'\r' {
@@ -154,6 +168,7 @@ impl SseParser {
             self.line(line, out)?;
             self.consumed += (next - start) as u64;
             start = next;
+            from = next;
         }
         Ok(start)
     }
