@@ -1,6 +1,8 @@
 //! Budgets (design.md §5): appending an event within 2× of a raw rusqlite insert of the same row
 //! in the same run; loading a session of 10,000 events under 50 ms; the engine's overhead per tool
-//! round trip under 1 ms, of which `commit_step` is the SQLite part.
+//! round trip under 1 ms, of which `commit_step` is the SQLite part. And what the start-up
+//! integrity check (`quick_check`, run off the UI's path) costs on a large file: 10,000 sessions
+//! and 100,000 events.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::hint::black_box;
@@ -212,5 +214,61 @@ fn commit_step(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, append, load, commit_step);
+/// The start-up check of a large database: 10,000 sessions of 10 events each (about 60 MB).
+fn quick_check(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("large.db");
+    let store = Store::open(&path).unwrap();
+    for s in 0..10_000 {
+        store
+            .create_session("bench", "u", Some(&format!("s{s}")), &StateMap::new())
+            .unwrap();
+    }
+    drop(store);
+    // The events go in through one transaction of plain inserts into the store's own table:
+    // 100,000 appends of their own would take minutes to set up, and the check only sees pages.
+    {
+        let mut conn = Connection::open(&path).unwrap();
+        let tx = conn.transaction().unwrap();
+        {
+            let mut insert = tx
+                .prepare(
+                    "INSERT INTO events (session_id, seq, id, invocation_id, author, timestamp, data)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                )
+                .unwrap();
+            for i in 0..100_000usize {
+                let event = varied_event(i);
+                insert
+                    .execute(params![
+                        format!("s{}", i / 10),
+                        (i % 10 + 1) as i64,
+                        event.id,
+                        event.invocation_id,
+                        event.author,
+                        event.timestamp,
+                        serde_json::to_string(&event).unwrap(),
+                    ])
+                    .unwrap();
+            }
+        }
+        tx.commit().unwrap();
+        // Fold the log into the file, as after the app's last close.
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .unwrap();
+    }
+    let size = std::fs::metadata(&path).unwrap().len();
+    eprintln!("quick_check: {} MB database", size / 1_000_000);
+    let mut group = c.benchmark_group("check");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(20));
+    group.bench_function("quick_check_10000_sessions_100000_events", |b| {
+        b.iter(|| {
+            assert_eq!(store::check::quick_check(black_box(&path)).unwrap(), None);
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, append, load, commit_step, quick_check);
 criterion_main!(benches);
