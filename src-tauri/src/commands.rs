@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use companion::Settings;
 use companion::check::CheckView;
 use companion::data::{DataView, ForgetSecretsResult};
+use companion::user_error::UiError;
 use companion::view::{
     AccountView, AppInfo, AuditQuery, AuditView, AutonomyInput, AutonomyView, BatchDecision,
     CallView, DecisionInput, EditCheckView, ExportFormat, ModelListView, RuleView, SavedSettings,
@@ -22,18 +23,19 @@ use tauri_plugin_opener::OpenerExt as _;
 use crate::state::Shell;
 use crate::{signin, windows};
 
-/// What a command answers: its value, or the error as the user should read it.
-type Answer<T> = Result<T, String>;
+/// What a command answers: its value, or the error as the user should read it (in both
+/// languages, with a code the UI can act on: [`UiError`]).
+type Answer<T> = Result<T, UiError>;
 
-fn text(e: impl std::fmt::Display) -> String {
-    e.to_string()
+fn text(e: impl Into<UiError>) -> UiError {
+    e.into()
 }
 
 /// Runs one of the core's synchronous functions on the blocking pool.
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Answer<T> + Send + 'static) -> Answer<T> {
     tauri::async_runtime::spawn_blocking(f)
         .await
-        .map_err(text)?
+        .map_err(UiError::other)?
 }
 
 /// The invoke handler with every command of [`crate::COMMANDS`].
@@ -220,12 +222,15 @@ async fn reveal_path<R: Runtime>(
 ) -> Answer<()> {
     let path = PathBuf::from(path);
     if !shell.was_exported(&path) {
-        return Err(
-            "只能打开本次导出的文件。/ Only a file exported in this session can be shown."
-                .to_owned(),
-        );
+        return Err(UiError::worded(
+            "refused",
+            "只能打开本次导出的文件。",
+            "Only a file exported in this session can be shown.",
+        ));
     }
-    app.opener().reveal_item_in_dir(&path).map_err(text)
+    app.opener()
+        .reveal_item_in_dir(&path)
+        .map_err(UiError::other)
 }
 
 #[tauri::command]
@@ -264,7 +269,7 @@ async fn open_sign_in_in_browser<R: Runtime>(
     app: AppHandle<R>,
     shell: State<'_, Shell>,
 ) -> Answer<()> {
-    signin::open_in_browser(&app, &shell)
+    signin::open_in_browser(&app, &shell).map_err(UiError::from)
 }
 
 /// Opens a web link (from an assistant's answer) in the system browser: http(s) only, so a
@@ -272,11 +277,21 @@ async fn open_sign_in_in_browser<R: Runtime>(
 #[tauri::command]
 async fn open_link<R: Runtime>(app: AppHandle<R>, url: String) -> Answer<()> {
     let url = windows::external_link(&url).ok_or_else(|| {
-        "只能在浏览器中打开 http(s) 链接。/ Only http(s) links open in the browser.".to_owned()
+        UiError::worded(
+            "refused",
+            "只能在浏览器中打开 http(s) 链接。",
+            "Only http(s) links open in the browser.",
+        )
     })?;
     app.opener()
         .open_url(url.as_str(), None::<&str>)
-        .map_err(|e| format!("cannot open the system browser: {e}"))
+        .map_err(|e| {
+            UiError::worded(
+                "other",
+                format!("无法打开系统浏览器：{e}"),
+                format!("Cannot open the system browser: {e}"),
+            )
+        })
 }
 
 #[tauri::command]
@@ -376,8 +391,12 @@ async fn data_status(shell: State<'_, Shell>) -> Answer<DataView> {
 }
 
 /// The answer to a destructive command called without the UI's confirmation.
-fn unconfirmed() -> String {
-    "这个操作需要先确认。/ This needs the user's confirmation first.".to_owned()
+fn unconfirmed() -> UiError {
+    UiError::worded(
+        "unconfirmed",
+        "这个操作需要先确认。",
+        "This needs the user's confirmation first.",
+    )
 }
 
 /// "Sign out and forget all secrets", once the user confirmed; conversations, rules and the

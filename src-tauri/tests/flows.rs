@@ -121,7 +121,7 @@ fn closing_the_sign_in_window_by_hand_cancels_the_sign_in() {
     assert_eq!(failed["status"]["message"], CLOSED_MESSAGE);
     let waiting = call(&app, "open_sign_in_in_browser", json!({}));
     assert!(
-        matches!(&waiting, Err(Value::String(m)) if m.contains("No sign-in is waiting")),
+        matches!(&waiting, Err(e) if e["en"].as_str().is_some_and(|m| m.contains("No sign-in is waiting"))),
         "{waiting:?}"
     );
     // The core stopped listening: the redirect port is free again.
@@ -141,7 +141,9 @@ fn reveal_path_shows_only_what_export_audit_wrote() {
     let app = app(dir.path());
     let refused = call(&app, "reveal_path", json!({"path": "/etc/passwd"}));
     assert!(
-        matches!(&refused, Err(Value::String(m)) if m.contains("Only a file exported")),
+        matches!(&refused, Err(e) if e["code"] == "refused"
+            && e["en"].as_str().is_some_and(|m| m.contains("Only a file exported"))
+            && e["zh"].as_str().is_some_and(|m| m.contains("只能打开本次导出的文件"))),
         "{refused:?}"
     );
     let path = call(&app, "export_audit", json!({"query": {}, "format": "csv"})).unwrap();
@@ -169,8 +171,11 @@ fn a_core_that_cannot_open_is_reported_naming_the_file() {
         "{message}"
     );
     // Every other command answers the same, rather than hang or crash.
-    assert_eq!(call(&app, "app_info", json!({})), Err(error.clone()));
-    assert_eq!(call(&app, "pending", json!({})), Err(error));
+    for command in ["app_info", "pending"] {
+        let answer = call(&app, command, json!({})).expect_err(command);
+        assert_eq!(answer["zh"], error, "{command}");
+        assert_eq!(answer["en"], error, "{command}");
+    }
     // The damaged file is left for the user to rescue.
     assert_eq!(std::fs::read(&database).unwrap(), vec![0x5a_u8; 4096]);
 }

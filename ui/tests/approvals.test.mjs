@@ -287,3 +287,18 @@ test('editing in the form re-checks the arguments and recomputes the preview bef
   const d = (await page.evaluate(() => window.__fake.commandsCalled('decide')))[0].args.decision;
   assert.deepEqual(d, { kind: 'approve_edited', args: { chat_id: 'oc_product', text: '会议改到 4 点' } });
 });
+
+test('a decision the core refuses is told in the user language, not in the core English', async () => {
+  const page = await open({ opts: { sessions: 1 } });
+  await page.evaluate(() => window.__fake.propose({ call_id: 'gone' }));
+  const card = page.locator('[data-testid="approval-card"][data-call-id="gone"]');
+  await card.waitFor();
+  // Decided on another surface, and this window has not heard yet.
+  await page.evaluate(() => (window.__fake.calls.gone.pending = false));
+  await card.getByTestId('approve').click();
+  const toast = page.locator('.toast').filter({ hasText: '这项操作已不再等待你的决定' });
+  await toast.waitFor();
+  assert.doesNotMatch(await page.locator('.toasts').innerText(), /no longer waits/);
+  await shot(page, '48-refused-decision-zh');
+  assert.deepEqual(page.errors, []);
+});

@@ -13,6 +13,10 @@
   const log = [];
 
   const text = (zh, en) => ({ zh, en });
+  // A command's failure as the real core words it (companion::user_error::UiError).
+  const uiError = (code, en, zh) => ({ code, message: en, zh, en });
+  const notPending = () =>
+    uiError('not_pending', 'This action no longer waits for your decision (it may have been decided elsewhere).', '这项操作已不再等待你的决定（可能已在别处处理）。');
   const sessions = [];
   const timelines = {}; // session id -> items
   const calls = {}; // call id -> CallView
@@ -316,7 +320,7 @@
     cancel_turn: () => true,
     decide: ({ callId, decision }) => {
       const c = calls[callId];
-      if (!c || !c.pending) throw 'This approval was already decided.';
+      if (!c || !c.pending) throw notPending();
       return finish(c, decision);
     },
     decide_many: async ({ decisions }) => {
@@ -362,7 +366,8 @@
     },
     settings: () => ({ settings: JSON.parse(JSON.stringify(settings)), redirect_url: `http://127.0.0.1:${settings.feishu.redirect_port}/callback`, presets: presets(), app_secret_set: secretSet, system_time_zone: 'Asia/Shanghai', app_scopes: [{ scope: 'calendar:calendar.event:read', label: text('查看日程详情', 'See your calendar events') }, { scope: 'task:task:read', label: text('查看你的待办', 'See your tasks') }] }),
     save_settings: ({ settings: s }) => {
-      if (s.feishu.redirect_port < 1024) throw `redirect port ${s.feishu.redirect_port} is reserved; choose one between 1024 and 65535`;
+      if (s.feishu.redirect_port < 1024)
+        throw uiError('settings', `There is a problem with the settings: feishu.redirect_port is ${s.feishu.redirect_port}, but it must be between 1024 and 65535`, `设置有问题：feishu.redirect_port is ${s.feishu.redirect_port}, but it must be between 1024 and 65535`);
       const restart = JSON.stringify(s.model) !== JSON.stringify(settings.model) || JSON.stringify(s.feishu) !== JSON.stringify(settings.feishu);
       settings = JSON.parse(JSON.stringify(s));
       return { restart_needed: restart };
@@ -385,7 +390,7 @@
     set_model_key: ({ preset }) => ((keys[preset] = true), null),
     check_edit: ({ callId, args }) => {
       const c = calls[callId];
-      if (!c || !c.pending) throw 'This approval was already decided.';
+      if (!c || !c.pending) throw notPending();
       if (c.tool === 'send_message' && typeof args.chat_id !== 'string')
         return { error: text('修改后的参数不符合这个操作的要求：缺少 chat_id', 'The edited arguments do not fit this action: chat_id is missing'), raw_error: '"chat_id" is a required property', preview: null };
       const fields = Object.entries(args).map(([k, v]) => ({ label: text(k, k), value: Array.isArray(v) ? v.join('、') : String(v) }));

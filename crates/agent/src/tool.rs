@@ -53,6 +53,15 @@ pub trait AgentTool: Send + Sync {
         None
     }
 
+    /// Checks with the service that the ids in arguments the user edited name real things (an
+    /// invited person who exists). Run when a held call's arguments are edited, before Approve
+    /// is offered, and again when the edited call is approved, so a mistyped id is refused in
+    /// the editor instead of failing after the approval. `Err` says what was not found, in the
+    /// user's words. A check that cannot be made (offline, not signed in) is not a refusal.
+    async fn verify(&self, _args: &Map<String, Value>) -> Result<(), Localized> {
+        Ok(())
+    }
+
     /// Where the tool's code comes from, for the audit trail: a user's Python file and function,
     /// say. `None` for the app's own tools.
     fn source(&self) -> Option<Value> {

@@ -1458,9 +1458,57 @@ impl agent::AgentTool for Greeter {
             changes: Vec::new(),
         })
     }
+    async fn verify(&self, args: &Map<String, Value>) -> Result<(), agent::Localized> {
+        match args.get("who").and_then(Value::as_str) {
+            Some("无名氏") => Err(agent::Localized::new(
+                "找不到无名氏",
+                "No one is called 无名氏",
+            )),
+            _ => Ok(()),
+        }
+    }
     async fn run(&self, _args: Map<String, Value>, _ctx: &mut agent::ToolContext) -> ToolReturn {
         ToolReturn::from("hello")
     }
+}
+
+#[tokio::test]
+async fn an_edit_naming_someone_the_service_does_not_know_is_refused_in_the_editor_and_at_approval()
+{
+    let h = harness_with(
+        ScriptedModel::new(vec![call("greet", json!({"who": "小王"})), say("done")]),
+        |b| b.tool(Greeter),
+    );
+    h.send("greet 小王").await;
+    let held = h.only_pending();
+    let ghost = obj(json!({"who": "无名氏"}));
+    let checked = h.engine.preview_edit(&held.call_id, &ghost).await;
+    assert!(
+        matches!(&checked, Err(EngineError::EditRefused { reason, .. }) if reason.zh == "找不到无名氏"),
+        "{checked:?}"
+    );
+    let approved = h
+        .engine
+        .decide(&held.call_id, Decision::ApproveEdited(ghost))
+        .await;
+    assert!(
+        matches!(approved, Err(EngineError::EditRefused { .. })),
+        "{approved:?}"
+    );
+    let record = h.store.call(&held.call_id).unwrap().unwrap();
+    assert_eq!(
+        record.status,
+        CallStatus::AwaitingApproval,
+        "nothing changed"
+    );
+    assert_eq!(record.args["who"], "小王");
+    let fine = h
+        .engine
+        .preview_edit(&held.call_id, &obj(json!({"who": "小李"})))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(fine.summary.en, "Say hello to 小李");
 }
 
 #[tokio::test]

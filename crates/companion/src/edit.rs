@@ -1,5 +1,6 @@
 //! Editing an approval: before the user can approve edited arguments, they are checked against
-//! the tool's schema and the card's readable preview (summary, times, people) is worked out again
+//! the tool's schema and the ids in them against Feishu (a person who does not exist is refused
+//! here, not after the approval), and the card's readable preview (summary, times, people) is worked out again
 //! from them, so what is approved is what is seen. Problems come back in the user's language.
 
 use serde::Serialize;
@@ -39,6 +40,11 @@ impl Companion {
                     format!("The edited arguments do not fit this action: {message}"),
                 )),
                 raw_error: Some(message),
+                preview: None,
+            }),
+            Err(agent::EngineError::EditRefused { reason, .. }) => Ok(EditCheckView {
+                raw_error: Some(reason.en.clone()),
+                error: Some(Text::new(reason.zh, reason.en)),
                 preview: None,
             }),
             Err(e) => Err(e.into()),

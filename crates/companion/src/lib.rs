@@ -26,6 +26,7 @@ pub mod settings;
 pub mod sign_in_help;
 mod ui_api;
 pub mod updates;
+pub mod user_error;
 pub mod view;
 mod waiting;
 

@@ -45,6 +45,7 @@ fn generate(dir: &Path) {
         companion::updates::UpdateStatusView,
         companion::data::DataView,
         companion::data::ForgetSecretsResult,
+        companion::user_error::UiError,
     );
 }
 

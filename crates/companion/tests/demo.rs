@@ -230,3 +230,85 @@ async fn settings_round_trip_secrets_stay_out_and_bad_values_are_refused() {
     let err = Settings::load(&paths.settings_file()).unwrap_err();
     assert!(err.to_string().contains("approval_expiry_minutes"), "{err}");
 }
+
+/// Issue 13, item 4 and 8: the names on a card are looked up again once a sign-in allows it, an
+/// edit naming someone Feishu does not know is refused in the editor, and after an edited
+/// approval the demo's model speaks of the edited time, not the one it proposed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_user_edits_is_checked_named_and_spoken_of() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = AppPaths::under(dir.path());
+    paths.create().unwrap();
+    let mut settings = Settings::default();
+    settings.feishu.redirect_port = free_port();
+    settings.time_zone = "Asia/Shanghai".into();
+    settings.save(&paths.settings_file()).unwrap();
+    let app = Companion::open(
+        paths,
+        OpenOptions {
+            memory_keys: true,
+            ..OpenOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let session = app.create_session().await.unwrap();
+
+    // Not signed in: the card cannot name the invited people yet.
+    app.send_message(&session, "帮我约个产品评审会")
+        .await
+        .unwrap();
+    let held = app.pending().unwrap().remove(0);
+    let names = |call: &agent::CallRecord| {
+        call.preview
+            .as_ref()
+            .unwrap()
+            .fields
+            .iter()
+            .find(|f| f.label.en == "Attendees")
+            .unwrap()
+            .value
+            .clone()
+    };
+    assert!(names(&held).contains("ou_"), "{}", names(&held));
+
+    // After a sign-in the same card names them.
+    sign_in(&app).await;
+    let held = app.pending().unwrap().remove(0);
+    assert_eq!(names(&held), "张伟、李娜");
+
+    // Someone who does not exist is refused in the editor, in both languages.
+    let mut args = held.args.clone();
+    args.insert(
+        "attendees".into(),
+        serde_json::json!(["ou_00000000000000000000000000000000"]),
+    );
+    let check = app.check_edit(&held.call_id, args.clone()).await.unwrap();
+    let error = check.error.expect("refused");
+    assert!(error.zh.contains("找不到"), "{}", error.zh);
+    assert!(error.en.contains("ou_00000000000000000000000000000000"));
+    assert!(check.preview.is_none(), "no preview to approve from");
+
+    // A real edit (an hour later) previews, is approved, and the model speaks of 16:00.
+    let mut args = held.args.clone();
+    let start = args["start"].as_str().unwrap().replace("15:00", "16:00");
+    let end = args["end"].as_str().unwrap().replace("16:00", "17:00");
+    args.insert("start".into(), serde_json::json!(start));
+    args.insert("end".into(), serde_json::json!(end));
+    let check = app.check_edit(&held.call_id, args.clone()).await.unwrap();
+    assert!(check.error.is_none(), "{:?}", check.error);
+    app.decide(&held.call_id, Decision::ApproveEdited(args))
+        .await
+        .unwrap();
+    if !app.pending().unwrap().is_empty() {
+        // Creating events may need one more permission.
+        sign_in(&app).await;
+    }
+    let said = last_text(&app, &session);
+    assert!(said.starts_with("已创建「产品评审会」"), "{said}");
+    assert!(said.contains("16:00") && said.contains("17:00"), "{said}");
+    assert!(
+        !said.contains("15:00"),
+        "the proposed time is not spoken of: {said}"
+    );
+}

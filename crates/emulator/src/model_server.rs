@@ -13,7 +13,10 @@
 //! it says `"repeat": true`. A step is a reply (text and/or tool calls) or an error (status, body,
 //! headers). Texts and string arguments may use `{{today}}`, `{{tomorrow}}`,
 //! `{{day_after_tomorrow}}` (dates as `YYYY-MM-DD`) and `{{tz}}` (`+08:00`), resolved at request
-//! time in the script's UTC offset, so a demo always talks about the real "tomorrow".
+//! time in the script's UTC offset, so a demo always talks about the real "tomorrow". A reply to
+//! a tool's answer may quote it with `{{result.<field>}}` (a dotted path into the answer's JSON,
+//! or into its `result` object), so what the scripted model says matches what the tool did —
+//! after the user edited the call's arguments, too.
 //!
 //! ```json
 //! {"steps": [
@@ -486,7 +489,12 @@ async fn chat_completions(
     if let Some(error) = step.error {
         return error_response(&error);
     }
-    let reply = resolve(&step.reply.unwrap_or_default(), &state.script);
+    let last = body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .unwrap_or(Value::Null);
+    let reply = resolve(&step.reply.unwrap_or_default(), &state.script, &last);
     let model = body["model"]
         .as_str()
         .filter(|m| !m.is_empty())
@@ -579,11 +587,12 @@ fn tool_name(messages: &[Value], id: &str) -> Option<String> {
         .and_then(|call| call["function"]["name"].as_str().map(str::to_owned))
 }
 
-/// A reply with its placeholders filled in and its calls given ids.
-fn resolve(reply: &Reply, script: &Script) -> ResolvedReply {
+/// A reply with its placeholders filled in and its calls given ids; `last` is the request's last
+/// message, whose tool answer `{{result.…}}` quotes.
+fn resolve(reply: &Reply, script: &Script, last: &Value) -> ResolvedReply {
     let dates = Dates::now(script.utc_offset_minutes);
     ResolvedReply {
-        text: dates.fill(&reply.text),
+        text: fill_result(&dates.fill(&reply.text), last),
         calls: reply
             .tool_calls
             .iter()
@@ -598,6 +607,50 @@ fn resolve(reply: &Reply, script: &Script) -> ResolvedReply {
             })
             .collect(),
     }
+}
+
+/// `{{result.a.b}}` replaced by that field of the tool answer in `last` (looked for in the
+/// answer, its `result`, then the JSON text of its `output`; a string as it is,
+/// anything else as JSON); a field the answer lacks, or a message that is not a tool's JSON
+/// answer, leaves nothing in its place.
+fn fill_result(text: &str, last: &Value) -> String {
+    const OPEN: &str = "{{result.";
+    if !text.contains(OPEN) {
+        return text.to_owned();
+    }
+    let answer: Value = if last["role"] == "tool" {
+        serde_json::from_str(&message_text(last)).unwrap_or(Value::Null)
+    } else {
+        Value::Null
+    };
+    // The engine sends a tool's answer as `{"output": "<the tool's JSON, as text>"}`.
+    let output: Option<Value> = answer
+        .get("output")
+        .and_then(Value::as_str)
+        .and_then(|o| serde_json::from_str(o).ok());
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(OPEN) {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + OPEN.len()..];
+        let Some(end) = after.find("}}") else {
+            out.push_str(&rest[start..]);
+            return out;
+        };
+        let pointer = format!("/{}", after[..end].replace('.', "/"));
+        let value = answer
+            .pointer(&pointer)
+            .or_else(|| answer.get("result").and_then(|r| r.pointer(&pointer)))
+            .or_else(|| output.as_ref().and_then(|o| o.pointer(&pointer)));
+        match value {
+            Some(Value::String(s)) => out.push_str(s),
+            Some(Value::Null) | None => {}
+            Some(other) => out.push_str(&other.to_string()),
+        }
+        rest = &after[end + 2..];
+    }
+    out.push_str(rest);
+    out
 }
 
 struct ResolvedReply {
@@ -926,6 +979,40 @@ mod tests {
         assert_eq!(civil_date(11_016), "2000-02-29");
         assert_eq!(civil_date(20_819), "2027-01-01");
         assert_eq!(civil_date(20_513), "2026-03-01");
+    }
+
+    #[test]
+    fn result_placeholders_quote_the_tool_answer() {
+        let tool =
+            |content: &str| json!({"role": "tool", "tool_call_id": "c1", "content": content});
+        let answer =
+            tool(r#"{"summary": "评审会", "start": "2030-01-07 16:00", "attendees_invited": 2}"#);
+        assert_eq!(
+            fill_result(
+                "已创建「{{result.summary}}」，{{result.start}}，邀请 {{result.attendees_invited}} 人{{result.nope}}。",
+                &answer
+            ),
+            "已创建「评审会」，2030-01-07 16:00，邀请 2 人。"
+        );
+        let wrapped = tool(r#"{"result": {"summary": "周会"}}"#);
+        assert_eq!(fill_result("{{result.summary}}", &wrapped), "周会");
+        let engine = tool(r#"{"output": "{\"summary\": \"站会\", \"start\": \"09:30\"}"}"#);
+        assert_eq!(
+            fill_result("{{result.summary}} {{result.start}}", &engine),
+            "站会 09:30"
+        );
+        assert_eq!(
+            fill_result(
+                "x {{result.summary}}",
+                &json!({"role": "user", "content": "{\"summary\": 1}"})
+            ),
+            "x ",
+            "only a tool's answer is quoted"
+        );
+        assert_eq!(
+            fill_result("open {{result.summary", &answer),
+            "open {{result.summary"
+        );
     }
 
     #[test]

@@ -718,3 +718,91 @@ fn the_readme_tells_users_to_enable_every_scope_the_tools_ask_for() {
         feishu::listener::redirect_uri(feishu::listener::DEFAULT_PORT)
     )));
 }
+
+#[tokio::test]
+async fn an_edited_write_naming_someone_feishu_does_not_know_is_refused_before_approval() {
+    let s = setup().await;
+    let seed = s.emulator.seed();
+    let event = |attendees: Value| json!({"summary": "方案评审", "start": "2030-01-07 14:00", "end": "2030-01-07 15:00", "attendees": attendees});
+    let known = s
+        .tool("create_calendar_event")
+        .verify(event(json!([seed.p2p_peer])).as_object().unwrap())
+        .await;
+    assert_eq!(known, Ok(()), "a colleague who exists is accepted");
+
+    let ghost = "ou_00000000000000000000000000000000";
+    let refused = s
+        .tool("create_calendar_event")
+        .verify(event(json!([seed.p2p_peer, ghost])).as_object().unwrap())
+        .await
+        .expect_err("an open_id no one has is refused");
+    assert!(refused.en.contains(ghost), "{}", refused.en);
+    assert!(
+        !refused.en.contains(&seed.p2p_peer),
+        "only the unknown id is named"
+    );
+    assert!(refused.zh.contains("找不到"), "{}", refused.zh);
+
+    let direct = s
+        .tool("send_message")
+        .verify(
+            json!({"user_id": ghost, "text": "在吗"})
+                .as_object()
+                .unwrap(),
+        )
+        .await;
+    assert!(direct.is_err(), "a message to no one is refused too");
+    // Reads are never edited by the user: nothing to look up.
+    assert_eq!(
+        s.tool("get_free_busy")
+            .verify(
+                json!({"user_id": ghost, "start": "2030-01-07", "end": "2030-01-08"})
+                    .as_object()
+                    .unwrap()
+            )
+            .await,
+        Ok(())
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_lookup_is_not_a_refusal() {
+    let s = setup().await;
+    s.emulator.inject_fault(
+        Fault::server_error(500)
+            .on("/open-apis/contact/v3/users/ou_00000000000000000000000000000000")
+            .times(50),
+    );
+    let answer = s
+        .tool("create_calendar_event")
+        .verify(
+            json!({"summary": "x", "start": "2030-01-07 14:00", "end": "2030-01-07 15:00", "attendees": ["ou_00000000000000000000000000000000"]})
+                .as_object()
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(answer, Ok(()), "Feishu failing is not Feishu saying no");
+}
+
+#[tokio::test]
+async fn a_write_naming_someone_unknown_sends_nothing() {
+    let s = setup().await;
+    let ghost = "ou_00000000000000000000000000000000";
+    let (text, is_error, _) = s
+        .run_with_key(
+            "create_calendar_event",
+            json!({"summary": "方案评审", "start": "2030-01-07 14:00", "end": "2030-01-07 15:00", "attendees": [ghost]}),
+            &uuid_key(),
+        )
+        .await;
+    assert!(is_error, "{text}");
+    assert!(
+        text.contains(ghost) && text.contains("Nothing was sent"),
+        "{text}"
+    );
+    assert_eq!(
+        s.emulator.events_created(),
+        0,
+        "no event left behind without its invitation"
+    );
+}

@@ -300,7 +300,7 @@ async fn the_demo_script_drives_a_whole_session_with_approval_and_sign_in() {
             "create_calendar_event",
             Approval::Always,
             &writes,
-            json!({"event_id": "ev_1"}),
+            json!({"event_id": "ev_1", "summary": "产品评审会", "start": "2030-01-07 15:00", "end": "2030-01-07 16:00"}),
         ))
         .tool(tasks)
         .build()
@@ -348,7 +348,12 @@ async fn the_demo_script_drives_a_whole_session_with_approval_and_sign_in() {
         .unwrap();
     assert_eq!(outcome.status, InvocationStatus::Completed);
     assert_eq!(writes.lock().unwrap().len(), 1);
-    assert!(last_text(&store, &session).starts_with("已创建「产品评审会」"));
+    // The script quotes what the tool answered, as a model would.
+    let said = last_text(&store, &session);
+    assert!(
+        said.starts_with("已创建「产品评审会」，从 2030-01-07 15:00 到 2030-01-07 16:00"),
+        "{said}"
+    );
 
     // A missing permission: the auth card, then the original call runs again.
     let outcome = engine

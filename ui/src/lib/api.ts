@@ -26,13 +26,27 @@ import type { SettlementInput } from './bindings/SettlementInput';
 import type { SignInTicketView } from './bindings/SignInTicketView';
 import type { TimelineView } from './bindings/TimelineView';
 import type { TurnView } from './bindings/TurnView';
+import type { UiError } from './bindings/UiError';
 import type { UiEventView } from './bindings/UiEventView';
 
 /** The payload of `companion://open`: a notification or the tray asks to show this. */
 export type OpenRequest = { session_id: string; call_id: string | null };
 
-/** A rejected command's message, as a string for the user. */
-export function errorMessage(e: unknown): string {
+/** The language a command's error is read in: the page's (App.svelte keeps `<html lang>` on the
+ *  user's language). */
+function pageLang(): 'zh' | 'en' {
+  return typeof document !== 'undefined' && document.documentElement.lang.startsWith('zh') ? 'zh' : 'en';
+}
+
+/** A command's failure as the core words it ([UiError]): both languages and a code. */
+export function isUiError(e: unknown): e is UiError {
+  return !!e && typeof e === 'object' && 'code' in e && 'zh' in e && 'en' in e;
+}
+
+/** A rejected command's message, as a string for the user, in their language when the core
+ *  worded it in both. */
+export function errorMessage(e: unknown, lang: 'zh' | 'en' = pageLang()): string {
+  if (isUiError(e)) return e[lang];
   if (typeof e === 'string') return e;
   if (e instanceof Error) return e.message;
   if (e && typeof e === 'object' && 'message' in e) return String((e as { message: unknown }).message);

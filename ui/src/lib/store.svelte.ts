@@ -1,5 +1,5 @@
 // The app's state, shared by every component, and the actions that change it.
-import { api, errorMessage, type OpenRequest } from './api';
+import { api, errorMessage, isUiError, type OpenRequest } from './api';
 import type { AccountView } from './bindings/AccountView';
 import type { AppInfo } from './bindings/AppInfo';
 import type { AuditView } from './bindings/AuditView';
@@ -122,12 +122,12 @@ class Store {
     this.toasts = this.toasts.filter((t) => t.id !== id);
   }
   fail(e: unknown) {
-    this.toast('error', errorMessage(e));
+    this.toast('error', errorMessage(e, this.lang));
   }
-  /** A refused decision; an expired approval is told in the user's language (the engine's raw
-   *  words would be English). */
+  /** A refused decision: an expiry or a decision taken elsewhere is news, not an error. */
   failDecision(e: unknown) {
-    if (/approval expired before the decision/.test(errorMessage(e))) this.toast('info', this.t('decide_expired'));
+    if (isUiError(e) && e.code === 'expired') this.toast('info', this.t('decide_expired'));
+    else if (isUiError(e) && e.code === 'not_pending') this.toast('info', errorMessage(e, this.lang));
     else this.fail(e);
   }
 

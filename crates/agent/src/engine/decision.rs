@@ -87,6 +87,7 @@ impl Engine {
                     call_id: call_id.to_owned(),
                     message,
                 })?;
+            self.verify_edit(&call, args).await?;
             call.original_args = Some(std::mem::replace(&mut call.args, args.clone()));
             // The record shows what ran: describe the edited call, not the model's.
             if let Some(tool) = self.node(&call.agent_name).agent.tool(&call.tool).cloned()
@@ -192,6 +193,7 @@ impl Engine {
                 call_id: call_id.to_owned(),
                 message,
             })?;
+        self.verify_edit(&call, args).await?;
         let Some(tool) = agent.tool(&call.tool).cloned() else {
             return Ok(None);
         };
@@ -199,6 +201,25 @@ impl Engine {
             .await
             .ok()
             .flatten())
+    }
+
+    /// Asks the tool whether the service knows the ids in edited arguments. A check that does
+    /// not answer in time refuses nothing: the call's own run still meets the service's answer.
+    async fn verify_edit(
+        &self,
+        call: &CallRecord,
+        args: &Map<String, Value>,
+    ) -> Result<(), EngineError> {
+        let Some(tool) = self.node(&call.agent_name).agent.tool(&call.tool).cloned() else {
+            return Ok(());
+        };
+        match tokio::time::timeout(PREVIEW_TIMEOUT, tool.verify(args)).await {
+            Ok(Err(reason)) => Err(EngineError::EditRefused {
+                call_id: call.call_id.clone(),
+                reason,
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Works out again the previews of every call waiting for approval (after a sign-in, names

@@ -202,6 +202,15 @@ pub enum EngineError {
         /// What is wrong, by path.
         message: String,
     },
+    /// The service does not know an id in the edited arguments (an invited person who does
+    /// not exist): the edit cannot be approved.
+    #[error("the edited arguments of call {call_id} name something Feishu does not know: {}", reason.en)]
+    EditRefused {
+        /// The call.
+        call_id: String,
+        /// What was not found, in both languages.
+        reason: crate::tool::Localized,
+    },
     /// No rule has this id.
     #[error("rule {0} does not exist")]
     RuleNotFound(String),

@@ -17,7 +17,7 @@ mod time;
 
 use std::sync::Arc;
 
-use agent::{AgentTool, Preview, ToolContext, ToolOutcome, ToolResult, ToolReturn};
+use agent::{AgentTool, Localized, Preview, ToolContext, ToolOutcome, ToolResult, ToolReturn};
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use jiff::tz::TimeZone;
@@ -154,11 +154,53 @@ impl AgentTool for FeishuTool {
         Some(preview(self.env.clone(), args.clone()).await)
     }
 
+    async fn verify(&self, args: &Map<String, Value>) -> Result<(), Localized> {
+        // Only a write is edited by the user; its people are looked up so a mistyped open_id is
+        // refused in the editor rather than by Feishu after the approval.
+        if !self.is_write() {
+            return Ok(());
+        }
+        let mut people = Vec::new();
+        for (name, kind) in self.spec.ids {
+            if *kind != IdKind::OpenId {
+                continue;
+            }
+            match args.get(*name) {
+                Some(Value::String(id)) => people.push(id.clone()),
+                Some(Value::Array(ids)) => {
+                    people.extend(ids.iter().filter_map(Value::as_str).map(str::to_owned));
+                }
+                _ => {}
+            }
+        }
+        if people.is_empty() {
+            return Ok(());
+        }
+        let unknown = people::unknown(&self.env, &people).await;
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        let list = unknown.join(", ");
+        Err(Localized::new(
+            format!("飞书中找不到这些人：{list}。请检查 open_id，或先用“查找同事”找到正确的人。"),
+            format!(
+                "Feishu knows no one with these ids: {list}. Check the open_id, or find the right person by name first."
+            ),
+        ))
+    }
+
     async fn run(&self, args: Map<String, Value>, ctx: &mut ToolContext) -> ToolReturn {
         // The engine has checked already; checked again here so that no caller of a tool, the
         // engine or any other, can make a request with a hostile id.
         if let Err(e) = self.check_ids(&args) {
             return self.failure(e.into());
+        }
+        // Checked before the first request, since some writes take two (create an event, then
+        // invite): an unknown person must not leave an event behind with nobody invited.
+        if let Err(reason) = self.verify(&args).await {
+            return ToolResult::new(ToolOutcome::Failed)
+                .with_content(format!("{} Nothing was sent to Feishu.", reason.en))
+                .into();
         }
         match (self.run)(self.env.clone(), args, ctx.idempotency_key.clone()).await {
             Ok(value) => ToolReturn::from(value),

@@ -130,6 +130,36 @@ pub(crate) async fn names(env: &ToolEnv, open_ids: &[String]) -> Vec<String> {
     names
 }
 
+/// Feishu's answer to a user id no user of the tenant has (contact-v3/user/get).
+const USER_ID_INVALID: i64 = 41012;
+
+/// The open_ids Feishu says no user has. An id whose lookup fails for any other reason (not
+/// signed in, offline, rate limited) is not counted: only Feishu's own "no such user" refuses.
+pub(crate) async fn unknown(env: &ToolEnv, open_ids: &[String]) -> Vec<String> {
+    let mut unknown = Vec::new();
+    for id in open_ids {
+        let Ok(path) = ApiPath::new("contact/v3/users").id(IdKind::OpenId, "open_id", id) else {
+            unknown.push(id.clone());
+            continue;
+        };
+        let answer = env
+            .api
+            .call(
+                Method::GET,
+                &path,
+                &[("user_id_type", "open_id".into())],
+                None,
+            )
+            .await;
+        if let Err(e) = answer
+            && e.code() == Some(USER_ID_INVALID)
+        {
+            unknown.push(id.clone());
+        }
+    }
+    unknown
+}
+
 #[cfg(test)]
 mod tests {
     use super::short_id;
