@@ -92,11 +92,15 @@ describe('settings apply at once: demo, then a real app, then demo again', () =>
     await browser.$('[data-testid="nav-settings"]').click();
     await browser.$('[data-testid="app-id"]').waitForDisplayed();
   }
-  async function saveSettings() {
-    await browser.$('[data-testid="save-settings"]').click();
-    await browser.waitUntil(async () => !(await browser.$('[data-testid="save-settings"]').getAttribute('disabled')), {
-      timeoutMsg: 'saving never finished',
-    });
+  /** Presses one section's Save and waits until it has saved (its note shows, no error). */
+  async function saveSection(section) {
+    const bar = browser.$(`[data-testid="savebar-${section}"]`);
+    await browser.$(`[data-testid="save-${section}"]`).click();
+    await browser.waitUntil(
+      async () =>
+        (await bar.$('[data-testid="saved-note"]').isExisting()) || (await bar.$('[data-testid="restart-note"]').isExisting()),
+      { timeoutMsg: `saving the ${section} section never finished: ${await bar.getText()}` },
+    );
   }
   async function proposeMeeting() {
     await browser.$('[data-testid="new-session"]').click();
@@ -116,10 +120,11 @@ describe('settings apply at once: demo, then a real app, then demo again', () =>
     await browser.$('[data-testid="preset"]').selectByAttribute('value', 'custom');
     await browser.$('[data-testid="base-url"]').setValue(realModel.line.trim());
     await browser.$('#s-model').setValue('real-model');
+    await saveSection('model');
+    // The App ID and its secret, saved together by the Feishu section's one Save.
     await browser.$('[data-testid="app-id"]').setValue(REAL_APP);
-    await saveSettings();
     await browser.$('[data-testid="app-secret"]').setValue('real-secret');
-    await browser.$('#s-secret ~ button').click();
+    await saveSection('feishu');
     await browser.waitUntil(async () => !(await browser.$('[data-testid="demo-banner"]').isExisting()), {
       timeout: 20000,
       timeoutMsg: 'still in demo mode after the settings were saved',
@@ -147,7 +152,7 @@ describe('settings apply at once: demo, then a real app, then demo again', () =>
     await browser.$('[data-testid="app-id"]').click();
     await browser.keys(['Control', 'a']);
     await browser.keys('Backspace');
-    await saveSettings();
+    await saveSection('feishu');
     await browser.$('[data-testid="demo-banner"]').waitForDisplayed({ timeout: 20000 });
     await browser.waitUntil(async () => (await pendingCount(browser)) === 1, {
       timeoutMsg: 'the demo approval did not come back',

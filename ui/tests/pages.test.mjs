@@ -28,37 +28,53 @@ test('the theme switch applies dark at once', async () => {
   await shot(page, '12-settings-dark-en');
 });
 
-test('settings validate inline, compute the redirect URL live, and show restart notes', async () => {
+test('settings validate inline, compute the redirect URL live, and save section by section with one Save each', async () => {
   const page = await open({ locale: 'en-US' });
   await page.getByTestId('nav-settings').click();
   const url = page.getByTestId('redirect-url');
   assert.equal(await url.inputValue(), 'http://127.0.0.1:53682/callback');
+  // Nothing changed: nothing to save.
+  for (const section of ['model', 'feishu', 'approvals']) assert.equal(await page.getByTestId(`save-${section}`).isDisabled(), true, section);
   await page.getByTestId('redirect-port').fill('8080');
   assert.equal(await url.inputValue(), 'http://127.0.0.1:8080/callback');
   await page.getByTestId('redirect-port').fill('80');
   await page.getByText('Choose a port between 1024 and 65535').waitFor();
-  assert.equal(await page.getByTestId('save-settings').isDisabled(), true);
+  assert.equal(await page.getByTestId('save-feishu').isDisabled(), true, 'an invalid field blocks its own section');
   await page.getByTestId('redirect-port').fill('8080');
   await page.getByTestId('app-id').fill('app_123');
   await page.getByText('An App ID starts with cli_').waitFor();
   await page.getByTestId('app-id').fill('cli_abc');
   await page.getByTestId('preset').selectOption('custom');
   await page.getByText('A base URL is required for a custom provider').waitFor();
+  assert.equal(await page.getByTestId('save-model').isDisabled(), true);
+  assert.equal(await page.getByTestId('save-feishu').isDisabled(), false, "the model's error does not block Feishu's Save");
   await page.getByTestId('base-url').fill('http://127.0.0.1:9000/v1');
-  await page.getByTestId('save-settings').click();
-  await page.getByTestId('restart-note').waitFor();
-  const s = (await page.evaluate(() => window.__fake.commandsCalled('save_settings'))).at(-1).args.settings;
+  await page.getByTestId('savebar-model').getByTestId('unsaved').waitFor();
+  await shot(page, '13a-settings-unsaved-en');
+
+  // Saving the Feishu section saves only its fields (and the secret typed into it).
+  await page.getByTestId('app-secret').fill('s3cret');
+  await page.getByTestId('save-feishu').click();
+  await page.getByTestId('savebar-feishu').getByTestId('restart-note').waitFor();
+  let s = (await page.evaluate(() => window.__fake.commandsCalled('save_settings'))).at(-1).args.settings;
   assert.equal(s.feishu.redirect_port, 8080);
   assert.equal(s.feishu.app_id, 'cli_abc');
+  assert.equal(s.model.preset, 'deepseek', 'the model section is not saved by Feishu\'s Save');
+  assert.deepEqual((await page.evaluate(() => window.__fake.commandsCalled('set_app_secret')))[0].args, { secret: 's3cret' });
+  await page.waitForFunction(() => document.querySelector('[data-testid="secret-state"]').textContent.includes('Saved'));
+  assert.equal(await page.getByTestId('app-secret').inputValue(), '', 'the secret leaves the form once stored');
+  // The model section still holds its unsaved edit, and saves it with its key.
+  await page.getByTestId('savebar-model').getByTestId('unsaved').waitFor();
+  await page.getByTestId('api-key').fill('sk-test');
+  await page.getByTestId('save-model').click();
+  await page.getByTestId('savebar-model').getByTestId('restart-note').waitFor();
+  s = (await page.evaluate(() => window.__fake.commandsCalled('save_settings'))).at(-1).args.settings;
   assert.equal(s.model.preset, 'custom');
   assert.equal(s.model.base_url, 'http://127.0.0.1:9000/v1');
+  assert.equal(s.feishu.app_id, 'cli_abc', 'what was saved before stays');
   assert.equal(s.approval_expiry_minutes, 1440);
-  // The App Secret is stored through its own command and shows "Saved".
-  assert.match(await page.getByTestId('secret-state').innerText(), /Not set/);
-  await page.getByTestId('app-secret').fill('s3cret');
-  await page.getByRole('button', { name: 'Save secret' }).click();
-  await page.waitForFunction(() => document.querySelector('[data-testid="secret-state"]').textContent.includes('Saved'));
-  assert.deepEqual((await page.evaluate(() => window.__fake.commandsCalled('set_app_secret')))[0].args, { secret: 's3cret' });
+  assert.deepEqual((await page.evaluate(() => window.__fake.commandsCalled('set_model_key')))[0].args, { preset: 'custom', key: 'sk-test' });
+  assert.equal(await page.getByTestId('save-model').isDisabled(), true, 'saved: nothing left to save');
   // Rules: revoke greys the row.
   await page.getByTestId('revoke').click();
   await page.locator('[data-testid="rule-row"].revoked').waitFor();

@@ -6,12 +6,14 @@ import * as tenants from './i18n/tenants';
 import { en as approvalsEn, zh as approvalsZh } from './i18n/approvals';
 import * as providers from './i18n/providers';
 import { en as dataEn, zh as dataZh } from './i18n/data';
+import * as sections from './i18n/sections';
 
 export type Lang = 'zh' | 'en';
 
 export const en = {
   ...updatesEn,
   ...providers.en,
+  ...sections.en,
   app_name: 'Feishu Companion',
   new_conversation: 'New conversation',
   untitled: 'New conversation',
@@ -176,8 +178,6 @@ export const en = {
   key_file_notice: 'Sign-in key kept in a file',
   key_not_set: 'Not set',
   key_placeholder_set: 'Saved — enter a new key to replace it',
-  save_key: 'Save key',
-  key_stored: 'Key saved',
   sec_feishu: 'Feishu app',
   brand: 'Platform',
   brand_feishu: 'Feishu (飞书)',
@@ -185,8 +185,6 @@ export const en = {
   app_id: 'App ID',
   app_id_invalid: 'An App ID starts with cli_',
   app_secret: 'App Secret',
-  save_secret: 'Save secret',
-  secret_stored: 'App Secret saved',
   redirect_port: 'Redirect port',
   port_invalid: 'Choose a port between 1024 and 65535',
   redirect_url: 'Redirect URL to register',
@@ -264,6 +262,7 @@ export type Key = keyof typeof en;
 export const zh: Record<Key, string> = {
   ...updatesZh,
   ...providers.zh,
+  ...sections.zh,
   app_name: '飞书助手',
   new_conversation: '新对话',
   untitled: '新对话',
@@ -419,8 +418,6 @@ export const zh: Record<Key, string> = {
   key_file_notice: '登录密钥保存在本机文件中',
   key_not_set: '未设置',
   key_placeholder_set: '已保存，输入新的 Key 可替换',
-  save_key: '保存 Key',
-  key_stored: 'Key 已保存',
   sec_feishu: '飞书应用',
   brand: '平台',
   brand_feishu: '飞书',
@@ -428,8 +425,6 @@ export const zh: Record<Key, string> = {
   app_id: 'App ID',
   app_id_invalid: 'App ID 以 cli_ 开头',
   app_secret: 'App Secret',
-  save_secret: '保存 Secret',
-  secret_stored: 'App Secret 已保存',
   redirect_port: '回调端口',
   port_invalid: '请选择 1024 到 65535 之间的端口',
   redirect_url: '需要登记的重定向 URL',
