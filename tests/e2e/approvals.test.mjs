@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 
-import { freshDataDir, launch, send, shot, signInThroughCard, startDriver, step, waitForReply } from './harness.mjs';
+import { freshDataDir, launch, send, shot, signInThroughCard, startDriver, step, waitForReply, withApp } from './harness.mjs';
 
 let driver;
 before(async () => {
@@ -48,9 +48,7 @@ async function assistantText(browser) {
 
 describe('an expired approval cannot be approved', () => {
   test('the countdown is right from the first render, the card collapses on time, and a late Approve is refused', async () => {
-    const dataDir = await freshDataDir('expiry', { approval_expiry_minutes: 1 });
-    const browser = await launch(driver, dataDir);
-    try {
+    await withApp(driver, 'expiry', { approval_expiry_minutes: 1 }, async (browser) => {
       await send(browser, '帮我约个产品评审会');
       const card = browser.$('[data-testid="approval-card"]');
       await card.waitForDisplayed();
@@ -82,18 +80,13 @@ describe('an expired approval cannot be approved', () => {
       assert.equal(await pendingCount(browser), 0);
       assert.doesNotMatch(await assistantText(browser), /已创建/);
       await shot(browser, '31-expired-collapsed');
-    } finally {
-      await browser.deleteSession();
-      rmSync(dataDir, { recursive: true, force: true });
-    }
+    });
   });
 });
 
 describe('a new message never silently throws a waiting approval away', () => {
   test('kept by default: the card survives the message and approving it later creates the event', async () => {
-    const dataDir = await freshDataDir('keep');
-    const browser = await launch(driver, dataDir);
-    try {
+    await withApp(driver, 'keep', {}, async (browser) => {
       await send(browser, '帮我约个产品评审会');
       const card = browser.$('[data-testid="approval-card"]');
       await card.waitForDisplayed();
@@ -114,16 +107,11 @@ describe('a new message never silently throws a waiting approval away', () => {
       await waitForReply(browser, '之前等待你确认的「产品评审会」已经创建好了');
       assert.equal(await pendingCount(browser), 0);
       await shot(browser, '35-kept-then-approved');
-    } finally {
-      await browser.deleteSession();
-      rmSync(dataDir, { recursive: true, force: true });
-    }
+    });
   });
 
   test('cancelled only by choice, and the card says why in Chinese', async () => {
-    const dataDir = await freshDataDir('cancel');
-    const browser = await launch(driver, dataDir);
-    try {
+    await withApp(driver, 'cancel', {}, async (browser) => {
       await send(browser, '帮我约个产品评审会');
       const card = browser.$('[data-testid="approval-card"]');
       await card.waitForDisplayed();
@@ -139,10 +127,7 @@ describe('a new message never silently throws a waiting approval away', () => {
       assert.doesNotMatch(await textOf(line), /superseded/i);
       assert.equal(await pendingCount(browser), 0);
       await shot(browser, '36-cancelled-by-choice');
-    } finally {
-      await browser.deleteSession();
-      rmSync(dataDir, { recursive: true, force: true });
-    }
+    });
   });
 });
 

@@ -7,7 +7,7 @@
 // on the app's loopback listener. The embedded window's own restrictions are tested in Rust.
 
 import { execFile, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -129,6 +129,19 @@ export async function launch(driver, dataDir, { application = APP } = {}) {
  * sees them, the embedded sign-in window included when it is open. (WebKitWebDriver's own
  * screenshot also stalls for a minute once a second webview of the app has closed.)
  */
+/** Runs `body` against the app launched on a fresh data folder (`extra` settings merged in), then
+ *  ends the session and deletes the folder, whatever happened. */
+export async function withApp(driver, name, extra, body) {
+  const dataDir = await freshDataDir(name, extra);
+  const browser = await launch(driver, dataDir);
+  try {
+    await body(browser);
+  } finally {
+    await browser.deleteSession();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
 export async function shot(browser, name) {
   mkdirSync(ARTIFACTS, { recursive: true });
   const file = path.join(ARTIFACTS, `${name}.png`);

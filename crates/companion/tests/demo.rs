@@ -3,44 +3,14 @@
 //! more permission), and see it created — on the built-in emulator and scripted model.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::time::Duration;
-
 use agent::{CallStatus, Decision, InvocationStatus};
-use companion::{AppPaths, Companion, OpenOptions, Settings, SignInStatus, UiEvent};
+use companion::{AppPaths, Companion, OpenOptions, Settings};
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Plays the browser: presses Allow on the emulator's page and follows the redirect home.
-async fn consent(url: &str) {
-    let location = emulator::feishu::press_consent(url, true).await.unwrap();
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    assert!(reqwest::get(location).await.unwrap().status().is_success());
-}
+mod common;
 
 /// Signs in the way the auth card does, and waits until the held calls have run again.
 async fn sign_in(app: &Companion) -> Vec<String> {
-    let mut events = app.subscribe();
-    let ticket = app.begin_sign_in(Vec::new()).await.unwrap();
-    consent(&ticket.url).await;
-    tokio::time::timeout(Duration::from_secs(20), async {
-        loop {
-            match events.recv().await.unwrap() {
-                UiEvent::SignIn(SignInStatus::SignedIn { scopes, .. }) => return scopes,
-                UiEvent::SignIn(SignInStatus::Failed { message }) => {
-                    panic!("sign-in failed: {message}")
-                }
-                _ => {}
-            }
-        }
-    })
-    .await
-    .expect("the sign-in finished")
+    common::sign_in(app).await.0
 }
 
 fn last_text(app: &Companion, session: &str) -> String {
@@ -61,21 +31,7 @@ fn last_text(app: &Companion, session: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_user_tries_agenda_approval_and_sign_in_in_demo_mode() {
     let dir = tempfile::tempdir().unwrap();
-    let paths = AppPaths::under(dir.path());
-    paths.create().unwrap();
-    let mut settings = Settings::default();
-    settings.feishu.redirect_port = free_port();
-    settings.time_zone = "Asia/Shanghai".into();
-    settings.save(&paths.settings_file()).unwrap();
-    let app = Companion::open(
-        paths,
-        OpenOptions {
-            memory_keys: true,
-            ..OpenOptions::default()
-        },
-    )
-    .await
-    .unwrap();
+    let app = common::open_demo(dir.path()).await;
     assert!(app.is_demo(), "nothing configured: demo mode");
     let session = app.create_session().await.unwrap();
 
@@ -237,21 +193,7 @@ async fn settings_round_trip_secrets_stay_out_and_bad_values_are_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_the_user_edits_is_checked_named_and_spoken_of() {
     let dir = tempfile::tempdir().unwrap();
-    let paths = AppPaths::under(dir.path());
-    paths.create().unwrap();
-    let mut settings = Settings::default();
-    settings.feishu.redirect_port = free_port();
-    settings.time_zone = "Asia/Shanghai".into();
-    settings.save(&paths.settings_file()).unwrap();
-    let app = Companion::open(
-        paths,
-        OpenOptions {
-            memory_keys: true,
-            ..OpenOptions::default()
-        },
-    )
-    .await
-    .unwrap();
+    let app = common::open_demo(dir.path()).await;
     let session = app.create_session().await.unwrap();
 
     // Not signed in: the card cannot name the invited people yet.

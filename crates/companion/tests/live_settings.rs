@@ -13,13 +13,8 @@ use emulator::model_server::{ModelServer, Script};
 
 const REAL_APP: &str = "cli_real_tenant_app";
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+mod common;
+use common::free_port;
 
 async fn propose_meeting(app: &Companion) -> (String, String) {
     let session = app.create_session().await.unwrap();
@@ -150,21 +145,7 @@ async fn demo_to_a_real_app_and_back_keeps_each_side_and_its_approvals() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expiry_and_time_zone_apply_to_the_next_call() {
     let dir = tempfile::tempdir().unwrap();
-    let paths = AppPaths::under(dir.path());
-    paths.create().unwrap();
-    let mut settings = Settings::default();
-    settings.feishu.redirect_port = free_port();
-    settings.time_zone = "Asia/Shanghai".into();
-    settings.save(&paths.settings_file()).unwrap();
-    let app = Companion::open(
-        paths,
-        OpenOptions {
-            memory_keys: true,
-            ..OpenOptions::default()
-        },
-    )
-    .await
-    .unwrap();
+    let app = common::open_demo(dir.path()).await;
     let mut next = app.settings();
     next.approval_expiry_minutes = 7;
     next.time_zone = "Europe/London".into();

@@ -2,28 +2,8 @@
 //! preset's default preselected.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use companion::{AppPaths, Companion, OpenOptions, Settings};
-
-async fn open(dir: &std::path::Path) -> Companion {
-    let paths = AppPaths::under(dir);
-    paths.create().unwrap();
-    let mut settings = Settings::default();
-    settings.feishu.redirect_port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    settings.save(&paths.settings_file()).unwrap();
-    Companion::open(
-        paths,
-        OpenOptions {
-            memory_keys: true,
-            ..OpenOptions::default()
-        },
-    )
-    .await
-    .unwrap()
-}
+mod common;
+use common::open_demo as open;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_models_come_from_the_service_with_the_default_preselected() {

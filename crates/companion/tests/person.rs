@@ -3,60 +3,17 @@
 //! signing in is told, and does not see the first person's data, which comes back with them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::time::Duration;
+use companion::Companion;
 
-use companion::{AppPaths, Companion, OpenOptions, Settings, SignInStatus, UiEvent};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+mod common;
 
 /// Signs in as whoever the emulator signs in; answers who was signed in before, if someone else.
 async fn sign_in(app: &Companion) -> Option<String> {
-    let mut events = app.subscribe();
-    let ticket = app.begin_sign_in(Vec::new()).await.unwrap();
-    let location = emulator::feishu::press_consent(&ticket.url, true)
-        .await
-        .unwrap();
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    assert!(reqwest::get(location).await.unwrap().status().is_success());
-    tokio::time::timeout(Duration::from_secs(20), async {
-        loop {
-            match events.recv().await.unwrap() {
-                UiEvent::SignIn(SignInStatus::SignedIn { switched_from, .. }) => {
-                    return switched_from;
-                }
-                UiEvent::SignIn(SignInStatus::Failed { message }) => {
-                    panic!("sign-in failed: {message}")
-                }
-                _ => {}
-            }
-        }
-    })
-    .await
-    .expect("the sign-in finished")
+    common::sign_in(app).await.1
 }
 
 async fn open(dir: &std::path::Path) -> Companion {
-    let paths = AppPaths::under(dir);
-    paths.create().unwrap();
-    let mut settings = Settings::default();
-    settings.feishu.redirect_port = free_port();
-    settings.time_zone = "Asia/Shanghai".into();
-    settings.save(&paths.settings_file()).unwrap();
-    Companion::open(
-        paths,
-        OpenOptions {
-            memory_keys: true,
-            ..OpenOptions::default()
-        },
-    )
-    .await
-    .unwrap()
+    common::open_demo(dir).await
 }
 
 async fn titles(app: &Companion) -> Vec<String> {

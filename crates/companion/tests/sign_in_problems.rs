@@ -6,28 +6,10 @@
 use std::time::Duration;
 
 use companion::sign_in_help::{SignInProblem, SignInProblemView};
-use companion::{AppPaths, Companion, OpenOptions, Settings, SignInStatus, UiEvent};
+use companion::{Companion, SignInStatus, UiEvent};
 
-async fn open(dir: &std::path::Path) -> Companion {
-    let paths = AppPaths::under(dir);
-    paths.create().unwrap();
-    let mut settings = Settings::default();
-    settings.feishu.redirect_port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    settings.save(&paths.settings_file()).unwrap();
-    Companion::open(
-        paths,
-        OpenOptions {
-            memory_keys: true,
-            ..OpenOptions::default()
-        },
-    )
-    .await
-    .unwrap()
-}
+mod common;
+use common::open_demo as open;
 
 async fn refused(app: &Companion, code: i64, named: &[&str]) -> SignInProblemView {
     let mut events = app.subscribe();

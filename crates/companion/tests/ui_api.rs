@@ -5,29 +5,9 @@
 use std::time::Duration;
 
 use companion::view::{AuditQuery, DecisionInput, ExportFormat, TimelineItem, UiEventView};
-use companion::{AppPaths, Companion, OpenOptions, Settings};
 
-async fn open(dir: &std::path::Path) -> Companion {
-    let paths = AppPaths::under(dir);
-    paths.create().unwrap();
-    let mut settings = Settings::default();
-    settings.feishu.redirect_port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    settings.time_zone = "Asia/Shanghai".into();
-    settings.save(&paths.settings_file()).unwrap();
-    Companion::open(
-        paths,
-        OpenOptions {
-            memory_keys: true,
-            ..OpenOptions::default()
-        },
-    )
-    .await
-    .unwrap()
-}
+mod common;
+use common::open_demo as open;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_proposal_rejected_with_a_reason_as_the_ui_sees_it() {

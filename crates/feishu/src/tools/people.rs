@@ -99,25 +99,26 @@ fn short_id(id: &str) -> String {
     format!("{head}…{tail}")
 }
 
+/// One person, by open_id (`contact/v3/users/:open_id`). An id of the wrong shape is refused
+/// before any request, as Feishu would refuse it.
+async fn look_up(env: &ToolEnv, open_id: &str) -> Result<Value, ApiError> {
+    let path = ApiPath::new("contact/v3/users").id(IdKind::OpenId, "open_id", open_id)?;
+    env.api
+        .call(
+            Method::GET,
+            &path,
+            &[("user_id_type", "open_id".into())],
+            None,
+        )
+        .await
+}
+
 /// People's names for a preview; an id that cannot be looked up is shown shortened.
 pub(crate) async fn names(env: &ToolEnv, open_ids: &[String]) -> Vec<String> {
     let mut names = Vec::with_capacity(open_ids.len());
     // A preview looks up at most ten people; beyond that the count says enough.
     for id in open_ids.iter().take(10) {
-        let answer = match ApiPath::new("contact/v3/users").id(IdKind::OpenId, "open_id", id) {
-            Ok(path) => env
-                .api
-                .call(
-                    Method::GET,
-                    &path,
-                    &[("user_id_type", "open_id".into())],
-                    None,
-                )
-                .await
-                .ok(),
-            Err(_) => None,
-        };
-        let name = answer.and_then(|d| {
+        let name = look_up(env, id).await.ok().and_then(|d| {
             d.pointer("/user/name")
                 .and_then(Value::as_str)
                 .map(str::to_owned)
@@ -138,23 +139,10 @@ const USER_ID_INVALID: i64 = 41012;
 pub(crate) async fn unknown(env: &ToolEnv, open_ids: &[String]) -> Vec<String> {
     let mut unknown = Vec::new();
     for id in open_ids {
-        let Ok(path) = ApiPath::new("contact/v3/users").id(IdKind::OpenId, "open_id", id) else {
-            unknown.push(id.clone());
-            continue;
-        };
-        let answer = env
-            .api
-            .call(
-                Method::GET,
-                &path,
-                &[("user_id_type", "open_id".into())],
-                None,
-            )
-            .await;
-        if let Err(e) = answer
-            && e.code() == Some(USER_ID_INVALID)
-        {
-            unknown.push(id.clone());
+        match look_up(env, id).await {
+            Err(ApiError::BadId(_)) => unknown.push(id.clone()),
+            Err(e) if e.code() == Some(USER_ID_INVALID) => unknown.push(id.clone()),
+            _ => {}
         }
     }
     unknown
