@@ -1,6 +1,7 @@
 """Cross-checks the Feishu emulator against Feishu's official Python SDK (PyPI `lark-oapi`).
 
-Not part of CI (the SDK is not installed by scripts/bootstrap). Run by hand:
+Run by tests/sdk/run (scripts/test runs it), which installs the SDK into a throwaway virtual
+environment and starts the emulator: `tests/sdk/run`. By hand, the same steps:
 
     python3 -m venv /tmp/venv && /tmp/venv/bin/pip install lark-oapi
     cargo run -p emulator --bin feishu-emulator -- --app cli_sdk_check:secret:http://127.0.0.1:9768/callback
@@ -28,6 +29,8 @@ def main() -> int:
         .app_secret("secret")
         .domain(info["base_url"])
         .log_level(lark.LogLevel.ERROR)
+        # The calls go as the signed-in user: without this the SDK fetches a tenant token first.
+        .enable_set_token(True)
         .build()
     )
     as_user = lark.RequestOption.builder().user_access_token(info["user_access_token"]).build()

@@ -377,3 +377,33 @@ async fn unknown_routes_and_methods_answer_in_the_json_envelope() {
         );
     }
 }
+
+/// Found by running Feishu's Python SDK (`tests/sdk/lark_oapi_check.py`) against the emulator:
+/// the SDK looks `Content-Type` up case-sensitively, so with hyper's lowercase header names it
+/// parsed no error body at all. Feishu's servers answer in title case, and so does the emulator.
+#[tokio::test]
+async fn header_names_go_out_in_title_case_as_feishu_sends_them() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let api = Api::new().await;
+    let mut stream = tokio::net::TcpStream::connect(api.emulator.address())
+        .await
+        .unwrap();
+    stream
+        .write_all(b"GET /open-apis/task/v2/nowhere HTTP/1.1\r\nHost: open.feishu.cn\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).await.unwrap();
+    let raw = String::from_utf8_lossy(&raw);
+    let head = raw.split("\r\n\r\n").next().unwrap();
+    assert!(head.starts_with("HTTP/1.1 404"), "{head}");
+    assert!(
+        head.contains("\r\nContent-Type: application/json"),
+        "{head}"
+    );
+    assert!(head.contains("\r\nX-Tt-Logid: "), "{head}");
+    assert!(
+        raw.ends_with(r#"{"code":99991201,"msg":"resource not find"}"#),
+        "{raw}"
+    );
+}

@@ -12,6 +12,7 @@ mod datetime;
 pub mod faults;
 pub mod oauth;
 pub mod seed;
+mod serve;
 mod tenant;
 
 use std::collections::HashMap;
@@ -242,14 +243,7 @@ impl FeishuEmulator {
             .layer(axum::middleware::from_fn(api::stamp_logid))
             .with_state(shared.clone());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(async move {
-            let server = axum::serve(listener, router).with_graceful_shutdown(async {
-                let _ = stopped.await;
-            });
-            if let Err(e) = server.await {
-                tracing::warn!(error = %e, "the Feishu emulator stopped");
-            }
-        });
+        tokio::spawn(serve::serve(listener, router, stopped));
         Ok(FeishuEmulator {
             address,
             shared,
