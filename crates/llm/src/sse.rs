@@ -202,7 +202,9 @@ impl SseParser {
         };
         match field {
             "data" => {
-                if self.data.len() + value.len() > self.max_bytes {
+                // The `\n` joining this line to the previous one counts towards the bound too.
+                let added = value.len() + usize::from(self.has_data);
+                if self.data.len() + added > self.max_bytes {
                     return Err(SseError::TooLarge {
                         limit: self.max_bytes,
                     });
@@ -384,5 +386,39 @@ data: x
                 vec![ev("", &"a".repeat(58))]
             );
         }
+    }
+
+    /// Found by fuzzing (libFuzzer): the `\n` joining two data lines was not counted, so an
+    /// event one byte over the bound came out.
+    #[test]
+    fn the_line_breaks_between_data_lines_count_towards_the_bound() {
+        // 32 + 1 + 32 = 65 bytes of data: one over.
+        let over = [
+            b"data: ".as_slice(),
+            &[b'a'; 32],
+            b"\ndata: ",
+            &[b'b'; 32],
+            b"\n\n",
+        ]
+        .concat();
+        for piece in [1, 7, over.len()] {
+            assert_eq!(
+                parse_with_bound(&over, piece, 64),
+                Err(SseError::TooLarge { limit: 64 }),
+                "piece {piece}"
+            );
+        }
+        // 32 + 1 + 31 = 64: exactly at the bound.
+        let at = [
+            b"data: ".as_slice(),
+            &[b'a'; 32],
+            b"\ndata: ",
+            &[b'b'; 31],
+            b"\n\n",
+        ]
+        .concat();
+        let events = parse_with_bound(&at, 5, 64).unwrap();
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].data.len(), 64);
     }
 }
