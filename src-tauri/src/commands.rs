@@ -25,14 +25,16 @@ use crate::{signin, windows};
 
 /// What a command answers: its value, or the error as the user should read it (in both
 /// languages, with a code the UI can act on: [`UiError`]).
-type Answer<T> = Result<T, UiError>;
+pub(crate) type Answer<T> = Result<T, UiError>;
 
-fn text(e: impl Into<UiError>) -> UiError {
+pub(crate) fn text(e: impl Into<UiError>) -> UiError {
     e.into()
 }
 
 /// Runs one of the core's synchronous functions on the blocking pool.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Answer<T> + Send + 'static) -> Answer<T> {
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Answer<T> + Send + 'static,
+) -> Answer<T> {
     tauri::async_runtime::spawn_blocking(f)
         .await
         .map_err(UiError::other)?
@@ -80,6 +82,16 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         data_status,
         forget_secrets,
         reset_app,
+        crate::assistant::assistant,
+        crate::assistant::save_assistant,
+        crate::assistant::python_source,
+        crate::assistant::save_python_file,
+        crate::assistant::create_python_file,
+        crate::assistant::delete_python_file,
+        crate::assistant::set_python_file_settings,
+        crate::assistant::python_template,
+        crate::assistant::run_python_tool,
+        crate::assistant::try_python_callback,
     ]
 }
 

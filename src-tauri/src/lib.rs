@@ -8,6 +8,7 @@
 //! The binary calls [`run`]; the tests build the same app on Tauri's mock runtime with
 //! [`configure`] and [`context`].
 
+mod assistant;
 pub mod commands;
 mod events;
 pub mod launch;
@@ -92,7 +93,9 @@ pub fn configure<R: Runtime>(builder: Builder<R>, shell: Shell) -> Builder<R> {
 pub fn start<R: Runtime>(app: AppHandle<R>) {
     tauri::async_runtime::spawn(async move {
         let shell = app.state::<Shell>();
-        match open(&shell.launch).await {
+        // Where an installed app keeps the Python sandbox's component (packaging/).
+        let resource_dir = app.path().resource_dir().ok();
+        match open(&shell.launch, resource_dir).await {
             Ok(companion) => {
                 // Subscribed before anything else runs, so no event is missed.
                 let events = companion.subscribe();
@@ -129,13 +132,18 @@ pub(crate) fn app_paths(launch: &Launch) -> Result<AppPaths, String> {
     }
 }
 
-async fn open(launch: &Launch) -> Result<Companion, String> {
+async fn open(
+    launch: &Launch,
+    resource_dir: Option<std::path::PathBuf>,
+) -> Result<Companion, String> {
     let paths = app_paths(launch)?;
     let data_dir = paths.data_dir.clone();
     let options = OpenOptions {
         memory_keys: launch.ephemeral_keys,
         force_demo: launch.demo,
         feishu_base_url: launch.feishu_base_url.clone(),
+        resource_dir,
+        python_cache_dir: None,
     };
     Companion::open(paths, options).await.map_err(|e| {
         format!(

@@ -372,6 +372,18 @@
       settings = JSON.parse(JSON.stringify(s));
       return { restart_needed: restart };
     },
+    // Settings → Assistant (issue 16): the built-in instruction, two tools, no Python files yet.
+    assistant: () => ({
+      instruction: 'You are Feishu Companion.',
+      default_instruction: 'You are Feishu Companion.',
+      builtin_tools: [
+        { name: 'list_calendar_events', title: text('查看日程', 'See calendar events'), writes: false, enabled: true },
+        { name: 'send_message', title: text('发送消息', 'Send a message'), writes: true, enabled: true },
+      ],
+      sandbox: { state: 'ready', compiled_ms: null },
+      folder: '/home/u/.config/feishu-companion/python',
+      files: [],
+    }),
     update_status: () => update,
     check_for_update: () => update,
     install_update: async () => {

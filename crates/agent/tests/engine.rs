@@ -1560,3 +1560,6 @@ mod waiting;
 
 #[path = "engine/autonomy.rs"]
 mod autonomy;
+
+#[path = "engine/swap.rs"]
+mod swap;

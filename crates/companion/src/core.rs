@@ -90,6 +90,11 @@ pub struct OpenOptions {
     /// Where the user's own Feishu app is served, instead of the brand's hosts (tests, and a
     /// local emulator standing in for a real tenant).
     pub feishu_base_url: Option<String>,
+    /// The shell's folder of packaged resources (Tauri's resource folder), where an installed
+    /// app finds the Python sandbox's component (see [`crate::resources`]).
+    pub resource_dir: Option<std::path::PathBuf>,
+    /// Keep the compiled Python sandbox here instead of the data folder (tests share one).
+    pub python_cache_dir: Option<std::path::PathBuf>,
 }
 
 /// An application failure, worded for the person using the app.
@@ -142,6 +147,11 @@ struct Inner {
     events: broadcast::Sender<UiEvent>,
     sign_in: Mutex<Option<tokio::task::JoinHandle<()>>>,
     titles: Mutex<std::collections::HashMap<String, String>>,
+    /// The user's Python files, loaded into the sandbox (see [`crate::python`]); they outlive
+    /// runtime rebuilds.
+    python: Arc<crate::python::PythonTools>,
+    /// What that Python reaches outside the sandbox; re-attached to each new runtime.
+    python_host: Arc<crate::python::host::AppHost>,
 }
 
 /// The app, without its window: everything the UI, the tests and a CLI drive.
@@ -156,6 +166,18 @@ impl std::fmt::Debug for Companion {
             .field("paths", &self.inner.paths)
             .field("profile", &self.runtime().profile)
             .finish_non_exhaustive()
+    }
+}
+
+/// A handle on the app that does not keep it alive: for what the app itself owns and that
+/// calls back into it (the Python folder's watcher).
+#[derive(Clone)]
+pub(crate) struct WeakCompanion(std::sync::Weak<Inner>);
+
+impl WeakCompanion {
+    /// The app, unless it has closed.
+    pub(crate) fn upgrade(&self) -> Option<Companion> {
+        self.0.upgrade().map(|inner| Companion { inner })
     }
 }
 
@@ -185,7 +207,14 @@ impl Companion {
         // cannot be read and offers to forget the secrets.
         let vault = Arc::new(Vault::open_or_locked(store.clone(), keys)?);
         let kept = Mutex::new(Kept::default());
-        let runtime = runtime::build(&paths, &settings, &options, &vault, &store, &kept).await?;
+        let python = Arc::new(crate::python::PythonTools::for_app(&paths, &options)?);
+        let python_host = Arc::new(
+            crate::python::host::AppHost::new(python.files.clone())
+                .map_err(CompanionError::Other)?,
+        );
+        let runtime =
+            runtime::build(&paths, &settings, &options, &vault, &store, &kept, &python).await?;
+        python_host.attach(&runtime);
         let (events, _) = broadcast::channel(4096);
         let companion = Companion {
             inner: Arc::new(Inner {
@@ -200,6 +229,8 @@ impl Companion {
                 events,
                 sign_in: Mutex::new(None),
                 titles: Mutex::default(),
+                python,
+                python_host,
             }),
         };
         companion.forward_engine_events(&runtime.engine);
@@ -210,6 +241,8 @@ impl Companion {
             // person, and so their conversations, stay (crate::person).
             runtime.tokens.sign_out().await?;
         }
+        // In the background: never delays the first window (issue 16).
+        companion.start_python();
         Ok(companion)
     }
 
@@ -240,6 +273,7 @@ impl Companion {
             &self.inner.vault,
             &self.inner.main_store,
             &self.inner.kept,
+            &self.inner.python,
         )
         .await?;
         let old = self.runtime();
@@ -251,6 +285,7 @@ impl Companion {
         }
         self.forward_engine_events(&fresh.engine);
         self.recover(&fresh).await?;
+        self.inner.python_host.attach(&fresh);
         *self
             .inner
             .runtime
@@ -296,6 +331,21 @@ impl Companion {
     /// The engine now (for the application core's own modules and tests).
     pub fn engine(&self) -> Engine {
         self.runtime().engine.clone()
+    }
+
+    /// A handle that does not keep the app alive.
+    pub(crate) fn downgrade(&self) -> WeakCompanion {
+        WeakCompanion(Arc::downgrade(&self.inner))
+    }
+
+    /// The user's Python (for the application core's own modules).
+    pub(crate) fn python(&self) -> &Arc<crate::python::PythonTools> {
+        &self.inner.python
+    }
+
+    /// What Python code reaches outside the sandbox.
+    pub(crate) fn python_host(&self) -> Arc<dyn pysandbox::Host> {
+        self.inner.python_host.clone()
     }
 
     /// Conversation titles already worked out, by session id.

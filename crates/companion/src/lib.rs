@@ -8,6 +8,7 @@
 //! waiting for the user: approvals, sign-ins, and writes whose outcome a crash made unknown.
 
 mod apply;
+mod assistant;
 pub mod autonomy;
 pub mod check;
 mod core;
@@ -19,6 +20,7 @@ mod model_list;
 pub mod notices;
 pub mod paths;
 pub mod person;
+pub mod python;
 mod readable;
 pub mod resources;
 pub mod runtime;
@@ -30,6 +32,7 @@ pub mod user_error;
 pub mod view;
 mod waiting;
 
+pub use assistant::{AssistantSettings, PythonFileSettings};
 pub use core::{
     Companion, CompanionError, DEMO_APP_ID, Demo, OpenOptions, SignInStatus, SignInTicket, UiEvent,
 };

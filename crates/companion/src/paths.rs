@@ -35,6 +35,11 @@ impl AppPaths {
         self.config_dir.join("settings.json")
     }
 
+    /// The user's Python tools and callbacks (`python/` under the config folder).
+    pub fn python_dir(&self) -> PathBuf {
+        self.config_dir.join("python")
+    }
+
     /// The SQLite database.
     pub fn database(&self) -> PathBuf {
         self.data_dir.join("companion.db")

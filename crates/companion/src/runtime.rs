@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use agent::{Engine, EngineConfig, LlmAgent};
+use agent::{Engine, EngineConfig};
 use emulator::feishu::{App, FeishuEmulator};
 use emulator::model_server::{ModelServer, Script};
 use feishu::{
@@ -29,7 +29,7 @@ use crate::core::{APP_SECRET, CompanionError, DEMO_APP_ID, Demo, OpenOptions, lo
 use crate::paths::AppPaths;
 use crate::settings::Settings;
 
-const SYSTEM_INSTRUCTION: &str = "你是飞书助手（Feishu Companion），替用户查看日历、聊天、文档和任务，并在需要时提出写操作。\
+pub(crate) const SYSTEM_INSTRUCTION: &str = "你是飞书助手（Feishu Companion），替用户查看日历、聊天、文档和任务，并在需要时提出写操作。\
 所有写操作都会先交给用户确认；被拒绝时尊重用户的理由。回答简洁，使用用户的语言。\n\
 You are Feishu Companion: you read the user's calendar, chats, docs and tasks and propose writes, \
 each of which the user approves first; respect a rejection and its reason. Answer briefly, in the user's language.";
@@ -55,6 +55,13 @@ pub(crate) struct Runtime {
     pub(crate) tokens: Arc<TokenManager>,
     pub(crate) engine: Engine,
     pub(crate) demo: Option<Arc<Demo>>,
+    /// What the agent is made of, kept so the user's changes (Settings → Assistant, Python
+    /// files) rebuild only the agent ([`agent::Engine::set_agent`]), not the runtime.
+    pub(crate) model: Arc<dyn agent::Model>,
+    /// Every built-in tool, the ones the user turned off included.
+    pub(crate) builtin: Vec<Arc<dyn agent::AgentTool>>,
+    /// Feishu's Open API, which a Python file may call as the user when allowed to.
+    pub(crate) feishu_open: url::Url,
 }
 
 /// What lasts across rebuilds: the databases opened so far, the demo's servers once started,
@@ -88,6 +95,7 @@ pub(crate) async fn build(
     vault: &Arc<Vault>,
     main_store: &Arc<Store>,
     kept: &Mutex<Kept>,
+    python: &crate::python::PythonTools,
 ) -> Result<Arc<Runtime>, CompanionError> {
     // A secret that cannot be read (a damaged row, a locked vault) counts as not set: the app
     // asks for it again instead of stopping. Only a database failure is an error.
@@ -176,18 +184,22 @@ pub(crate) async fn build(
         token_store,
         Arc::new(agent::SystemClock),
     ));
+    let feishu_open = endpoints.open.clone();
     let api = ApiClient::new(endpoints, tokens.clone(), RetryPolicy::default())
         .map_err(|e| CompanionError::Other(e.to_string()))?;
-    let mut builder = LlmAgent::builder("assistant", model).instruction(SYSTEM_INSTRUCTION);
-    for tool in feishu::all_tools(ToolEnv {
+    let builtin: Vec<Arc<dyn agent::AgentTool>> = feishu::all_tools(ToolEnv {
         api,
         tz: settings.tz(),
-    }) {
-        builder = builder.tool(tool);
-    }
-    let agent = builder
-        .build()
-        .map_err(|e| CompanionError::Other(e.to_string()))?;
+    })
+    .into_iter()
+    .map(|t| Arc::new(t) as Arc<dyn agent::AgentTool>)
+    .collect();
+    let agent = crate::assistant::build_agent(
+        &settings.assistant,
+        model.clone(),
+        &builtin,
+        &python.extensions(),
+    )?;
     let engine = Engine::new(
         agent,
         store.clone(),
@@ -202,6 +214,9 @@ pub(crate) async fn build(
         tokens,
         engine,
         demo,
+        model,
+        builtin,
+        feishu_open,
     }))
 }
 

@@ -102,6 +102,8 @@ pub struct Settings {
     pub time_zone: String,
     /// Whether the app looks for a newer version at start (it installs one only when asked).
     pub check_for_updates: bool,
+    /// The assistant as the user shaped it: instruction, built-in tools, Python files.
+    pub assistant: crate::assistant::AssistantSettings,
 }
 
 impl Default for Settings {
@@ -114,6 +116,7 @@ impl Default for Settings {
             approval_expiry_minutes: 24 * 60,
             time_zone: String::new(),
             check_for_updates: true,
+            assistant: crate::assistant::AssistantSettings::default(),
         }
     }
 }

@@ -280,7 +280,13 @@ impl Companion {
     }
 
     /// Saves settings and applies them at once (no restart is ever needed).
-    pub async fn save_settings(&self, settings: Settings) -> Result<SavedSettings, CompanionError> {
+    pub async fn save_settings(
+        &self,
+        mut settings: Settings,
+    ) -> Result<SavedSettings, CompanionError> {
+        // The assistant's part belongs to its own page (and the editor's saves): a general save
+        // made from an older copy must not undo what was set there meanwhile.
+        settings.assistant = self.settings().assistant;
         self.apply_settings(settings).await?;
         Ok(SavedSettings {
             restart_needed: false,

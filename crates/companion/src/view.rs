@@ -510,11 +510,26 @@ pub struct AuditView {
     pub detail: Value,
 }
 
+/// A tool in words; a user's Python tool names its file and function (the audit's `source`).
+fn python_tool_title(tool: &str, detail: &Value) -> Text {
+    let source = &detail["source"];
+    match (source["python_file"].as_str(), source["function"].as_str()) {
+        (Some(file), Some(function)) => Text::new(
+            format!("Python 工具 {tool}（{file} · def {function}）"),
+            format!("Python tool {tool} ({file} · def {function})"),
+        ),
+        _ => labels::tool_title(tool),
+    }
+}
+
 impl From<AuditEntry> for AuditView {
     fn from(a: AuditEntry) -> AuditView {
         AuditView {
             label: labels::audit_kind(&a.kind),
-            tool_title: a.tool.as_deref().map(labels::tool_title),
+            tool_title: a
+                .tool
+                .as_deref()
+                .map(|tool| python_tool_title(tool, &a.detail)),
             at: a.at,
             session_id: a.session_id,
             call_id: a.call_id,

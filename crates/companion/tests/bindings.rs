@@ -46,6 +46,10 @@ fn generate(dir: &Path) {
         companion::data::DataView,
         companion::data::ForgetSecretsResult,
         companion::user_error::UiError,
+        companion::python::view::AssistantView,
+        companion::python::view::AssistantInput,
+        companion::python::view::PythonRunView,
+        companion::python::view::CallbackTryView,
     );
 }
 

@@ -223,17 +223,53 @@ _TRANSFER_TO_AGENT = "transfer_to_agent"
 _END_SESSION = "end_session"
 _CUSTOMIZED_RESPONSE = "customized_response"
 
-_PART_FIELDS = ("text", "function_call", "function_response", "inline_data")
+class Reasoning(_Model):
+    """What a thinking model reasoned before it answered (DeepSeek's and Kimi's reasoning, Claude's
+    thinking). Not in the reference: the app's model services add it. ``text`` may be read;
+    ``signature`` and ``redacted`` are the service's own and go back exactly as they came."""
+
+    def __init__(self, text="", signature=None, redacted=False):
+        self.text = text
+        self.signature = signature
+        self.redacted = redacted
+
+    def _to_json(self):
+        out = {"text": self.text if self.text is not None else ""}
+        _put(out, "signature", self.signature)
+        if self.redacted:
+            out["redacted"] = True
+        return out
+
+    @classmethod
+    def _from_json(cls, d):
+        return cls(
+            text=d.get("text") or "",
+            signature=d.get("signature"),
+            redacted=bool(d.get("redacted")),
+        )
+
+
+# `reasoning` last: the reference's four kinds come first in every message.
+_PART_FIELDS = ("text", "function_call", "function_response", "inline_data", "reasoning")
 
 
 class Part(_Model):
     """One piece of a message. Exactly one field may be set."""
 
-    def __init__(self, text=None, function_call=None, function_response=None, inline_data=None):
+    def __init__(
+        self,
+        text=None,
+        function_call=None,
+        function_response=None,
+        inline_data=None,
+        reasoning=None,
+    ):
         self.text = text
         self.function_call = function_call
         self.function_response = function_response
         self.inline_data = inline_data
+        # A thinking model's reasoning (see Reasoning); never text, so text() skips it.
+        self.reasoning = reasoning
         # An empty Part may be filled in afterwards; two fields at once are wrong from the start.
         self._check(require_one=False)
 
@@ -318,6 +354,8 @@ class Part(_Model):
             return {"function_call": self.function_call._to_json()}
         if self.function_response is not None:
             return {"function_response": self.function_response._to_json()}
+        if self.reasoning is not None:
+            return {"reasoning": self.reasoning._to_json()}
         return {"inline_data": self.inline_data._to_json()}
 
     @classmethod
@@ -327,6 +365,7 @@ class Part(_Model):
             function_call=_opt(d, "function_call", FunctionCall._from_json),
             function_response=_opt(d, "function_response", FunctionResponse._from_json),
             inline_data=_opt(d, "inline_data", Blob._from_json),
+            reasoning=_opt(d, "reasoning", Reasoning._from_json),
         )
 
 
@@ -1161,6 +1200,7 @@ __all__ = [
     "LlmRequest",
     "LlmResponse",
     "Part",
+    "Reasoning",
     "Requests",
     "StatusError",
     "Tool",

@@ -100,6 +100,16 @@ impl Answer {
         if answer.ok {
             return Ok(answer);
         }
+        // Only the interpreter's own failure to raise MemoryError (a bare SystemError): a
+        // MemoryError says what happened already, and any other error raised after the code
+        // caught one stays that error.
+        let out_of_memory = answer
+            .error
+            .as_ref()
+            .is_some_and(|e| e.type_name == "SystemError");
+        if let (Some(limit_bytes), true) = (output.memory_limit_hit, out_of_memory) {
+            return Err(SandboxError::Memory { limit_bytes });
+        }
         Err(SandboxError::Python(answer.error.unwrap_or_else(|| {
             PythonError {
                 type_name: "Error".to_owned(),

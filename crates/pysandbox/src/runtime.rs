@@ -140,6 +140,10 @@ pub struct RunOutput {
     pub output_truncated: bool,
     /// How long the call took, instantiation included.
     pub elapsed: Duration,
+    /// The memory cap, when the code reached it during the call. CPython does not always
+    /// recover from a refused allocation with a `MemoryError`: where it fails inside C code it
+    /// may raise a bare `SystemError`, which the user should see as the limit it is.
+    pub memory_limit_hit: Option<usize>,
 }
 
 /// The data of one call's store.
@@ -720,6 +724,7 @@ async fn run(
         stderr: err,
         output_truncated: out_cut || err_cut,
         elapsed: started.elapsed(),
+        memory_limit_hit: memory_refused.then_some(limits.memory_bytes),
     })
 }
 

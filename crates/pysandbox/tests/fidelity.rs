@@ -653,3 +653,106 @@ def fetch() -> dict:
     assert_eq!(sent[3]["form"], json!({"a": ["1", "2"]}));
     assert_eq!(sent.len(), 4, "the verify=False call was never sent");
 }
+
+// ------------------------------------------------------------------------------------------
+// The providers' reasoning part
+
+#[tokio::test]
+async fn model_callbacks_read_edit_and_pass_back_a_thinking_models_reasoning_untouched() {
+    use agent::{CallbackContext, Content, LlmRequest, LlmResponse, Part};
+    let source = r#"
+def before_model_callback(callback_context, llm_request):
+    for content in llm_request.contents:
+        for part in content.parts:
+            if part.reasoning is not None:
+                callback_context.set_variable('reasoned', part.reasoning.text)
+            if part.text:
+                part.text = part.text + ' (edited)'
+    return None
+
+def after_model_callback(callback_context, llm_response):
+    kinds = [
+        'reasoning' if p.reasoning is not None else 'text'
+        for p in llm_response.content.parts
+    ]
+    callback_context.set_variable('kinds', kinds)
+    return LlmResponse.from_parts(
+        [p for p in llm_response.content.parts] + [Part.from_text(text='!')]
+    )
+"#;
+    let sandbox = common::sandbox();
+    let module = Arc::new(
+        PythonModule::load(&sandbox, "think.py", source)
+            .await
+            .unwrap(),
+    );
+    let callback = |kind| {
+        pysandbox::PythonCallback::new(
+            module.clone(),
+            kind,
+            sandbox.clone(),
+            Arc::new(NoHost),
+            Reporter::default(),
+        )
+    };
+    let signed = agent::Reasoning {
+        text: "The user wants tomorrow.".to_owned(),
+        signature: Some("sig-abc".to_owned()),
+        redacted: false,
+    };
+    let hidden = agent::Reasoning {
+        text: String::new(),
+        signature: Some("encrypted".to_owned()),
+        redacted: true,
+    };
+    let mut request = LlmRequest {
+        model: None,
+        contents: vec![
+            Content::user_text("What is on tomorrow?"),
+            Content {
+                parts: vec![
+                    Part::Reasoning(signed.clone()),
+                    Part::Reasoning(hidden.clone()),
+                    Part::from_text("Nothing."),
+                ],
+                role: Some("model".to_owned()),
+            },
+        ],
+        config: None,
+    };
+    let mut ctx = CallbackContext::new("inv", "assistant", "s1", Map::new(), Arc::default());
+    let replaced =
+        callback(pysandbox::CallbackKind::BeforeModel).run_before_model(&mut ctx, &mut request);
+    assert_eq!(replaced, None);
+    assert_eq!(
+        request.contents[1].parts,
+        vec![
+            Part::Reasoning(signed.clone()),
+            Part::Reasoning(hidden),
+            Part::from_text("Nothing. (edited)"),
+        ],
+        "the edit stuck and the reasoning went back exactly as it came"
+    );
+    assert_eq!(
+        ctx.state_delta()["reasoned"],
+        json!(""),
+        "the last one read"
+    );
+
+    let response = LlmResponse::from_parts(vec![
+        Part::Reasoning(signed.clone()),
+        Part::from_text("Tomorrow is free"),
+    ]);
+    let replaced = callback(pysandbox::CallbackKind::AfterModel)
+        .run_after_model(&mut ctx, &response)
+        .expect("a new response");
+    assert_eq!(
+        replaced.content.parts,
+        vec![
+            Part::Reasoning(signed),
+            Part::from_text("Tomorrow is free"),
+            Part::from_text("!"),
+        ]
+    );
+    assert_eq!(ctx.state_delta()["kinds"], json!(["reasoning", "text"]));
+}

@@ -3,6 +3,12 @@
 import { invoke } from '@tauri-apps/api/core';
 import { listen, type UnlistenFn } from '@tauri-apps/api/event';
 import type { AccountView } from './bindings/AccountView';
+import type { AssistantInput } from './bindings/AssistantInput';
+import type { AssistantView } from './bindings/AssistantView';
+import type { CallbackTryView } from './bindings/CallbackTryView';
+import type { PythonFileSettings } from './bindings/PythonFileSettings';
+import type { PythonFileView } from './bindings/PythonFileView';
+import type { PythonRunView } from './bindings/PythonRunView';
 import type { AppInfo } from './bindings/AppInfo';
 import type { AuditQuery } from './bindings/AuditQuery';
 import type { AuditView } from './bindings/AuditView';
@@ -102,6 +108,17 @@ export const api = {
   forgetSecrets: () => invoke<ForgetSecretsResult>('forget_secrets', { confirmed: true }),
   /** Only after the user confirmed: asks the next start to delete the app's files, and restarts. */
   resetApp: () => invoke<null>('reset_app', { confirmed: true }),
+  assistant: () => invoke<AssistantView>('assistant'),
+  saveAssistant: (input: AssistantInput) => invoke<AssistantView>('save_assistant', { input }),
+  pythonSource: (name: string) => invoke<string>('python_source', { name }),
+  savePythonFile: (name: string, source: string) => invoke<PythonFileView>('save_python_file', { name, source }),
+  createPythonFile: (name: string) => invoke<PythonFileView>('create_python_file', { name }),
+  deletePythonFile: (name: string) => invoke<null>('delete_python_file', { name }),
+  setPythonFileSettings: (name: string, settings: PythonFileSettings) =>
+    invoke<PythonFileView>('set_python_file_settings', { name, settings }),
+  runPythonTool: (file: string, tool: string, args: string, approved: boolean) =>
+    invoke<PythonRunView>('run_python_tool', { file, tool, args, approved }),
+  tryPythonCallback: (file: string, kind: string) => invoke<CallbackTryView>('try_python_callback', { file, kind }),
 
   onEvent: (handler: (ev: UiEventView) => void): Promise<UnlistenFn> =>
     listen<UiEventView>('companion://event', (e) => handler(e.payload)),

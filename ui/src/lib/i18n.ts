@@ -7,6 +7,7 @@ import { en as approvalsEn, zh as approvalsZh } from './i18n/approvals';
 import * as providers from './i18n/providers';
 import { en as dataEn, zh as dataZh } from './i18n/data';
 import * as sections from './i18n/sections';
+import { en as assistantEn, zh as assistantZh } from './i18n/assistant';
 
 export type Lang = 'zh' | 'en';
 
@@ -14,6 +15,7 @@ export const en = {
   ...updatesEn,
   ...providers.en,
   ...sections.en,
+  ...assistantEn,
   app_name: 'Feishu Companion',
   new_conversation: 'New conversation',
   untitled: 'New conversation',
@@ -263,6 +265,7 @@ export const zh: Record<Key, string> = {
   ...updatesZh,
   ...providers.zh,
   ...sections.zh,
+  ...assistantZh,
   app_name: '飞书助手',
   new_conversation: '新对话',
   untitled: '新对话',

@@ -6,6 +6,7 @@ const base: Settings = {
   language: 'system', theme: 'system', model: { preset: 'deepseek', base_url: null, model: null },
   feishu: { brand: 'feishu', app_id: '', redirect_port: 53682 }, approval_expiry_minutes: 1440, time_zone: '',
   check_for_updates: true,
+  assistant: { instruction: null, disabled_tools: [], python_files: {} },
 };
 describe('settings checks', () => {
   it('accepts the defaults', () => {

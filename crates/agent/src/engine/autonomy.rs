@@ -122,7 +122,7 @@ impl Engine {
         // so it never reads as a user message that starts a turn.
         let mut event = Event::new(
             format!("inv_{}", uuid::Uuid::new_v4().simple()),
-            self.inner.root.clone(),
+            self.root_name(),
         );
         event.timestamp = now;
         event.actions = EventActions::default();

@@ -164,7 +164,10 @@ impl Engine {
                     Some(&call),
                     "call.dispatched",
                     &format!("agent:{}", call.agent_name),
-                    json!({"args": args, "attempt": n, "idempotency_key": call.idempotency_key}),
+                    super::gate::with_source(
+                        json!({"args": args, "attempt": n, "idempotency_key": call.idempotency_key}),
+                        tool.as_ref(),
+                    ),
                 );
                 self.commit(
                     s,

@@ -88,7 +88,7 @@ impl Engine {
                         .and_then(Value::as_str)
                         .unwrap_or_default()
                         .to_owned();
-                    if self.inner.agents.contains_key(&target) && target != agent.name {
+                    if self.has_agent(&target) && target != agent.name {
                         let actions = EventActions {
                             transfer_to_agent: Some(target.clone()),
                             ..EventActions::default()
@@ -263,7 +263,10 @@ impl Engine {
                         Some(&record),
                         "approval.requested",
                         &format!("agent:{}", agent.name),
-                        json!({"args": record.args, "expires_at": record.expires_at}),
+                        with_source(
+                            json!({"args": record.args, "expires_at": record.expires_at}),
+                            tool.as_ref(),
+                        ),
                     ));
                 }
             }
@@ -399,4 +402,13 @@ impl Engine {
     pub fn audit_trail(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>, EngineError> {
         Ok(self.inner.store.audit(filter)?)
     }
+}
+
+/// Adds the tool's `source` (a user's Python file and function) to an audit entry's detail, so
+/// the trail says whose code a call ran; the app's own tools have none and add nothing.
+pub(super) fn with_source(mut detail: Value, tool: &dyn crate::tool::AgentTool) -> Value {
+    if let (Some(source), Value::Object(map)) = (tool.source(), &mut detail) {
+        map.insert("source".to_owned(), source);
+    }
+    detail
 }

@@ -30,7 +30,7 @@ mod session;
 mod turn;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
@@ -219,6 +219,7 @@ pub enum EngineError {
     Agent(#[from] crate::agent::AgentError),
 }
 
+#[derive(Clone)]
 struct AgentNode {
     agent: Arc<LlmAgent>,
     parent: Option<String>,
@@ -252,9 +253,59 @@ struct Turn {
     cancel: CancellationToken,
 }
 
-struct Inner {
+/// The agent tree by name, replaced whole by [`Engine::set_agent`].
+struct Agents {
     root: String,
-    agents: HashMap<String, AgentNode>,
+    nodes: HashMap<String, AgentNode>,
+}
+
+impl Agents {
+    fn of(root: LlmAgent) -> Result<Agents, EngineError> {
+        let mut nodes = HashMap::new();
+        fn add(
+            agents: &mut HashMap<String, AgentNode>,
+            agent: Arc<LlmAgent>,
+            parent: Option<&AgentNode>,
+            parent_name: Option<String>,
+        ) -> Result<(), EngineError> {
+            let branch = parent.map(|p| match &p.branch {
+                Some(b) => format!("{b}.{}", agent.name),
+                None => format!("{}.{}", p.agent.name, agent.name),
+            });
+            let name = agent.name.clone();
+            if agents.contains_key(&name) {
+                return Err(crate::agent::AgentError::DuplicateAgent(name).into());
+            }
+            let node = AgentNode {
+                agent: agent.clone(),
+                parent: parent_name,
+                branch,
+            };
+            let children = agent.sub_agents.clone();
+            agents.insert(name.clone(), node);
+            for child in children {
+                // Re-borrow the parent's node from the map for its branch.
+                let parent_node = AgentNode {
+                    agent: agent.clone(),
+                    parent: None,
+                    branch: agents.get(&name).and_then(|n| n.branch.clone()),
+                };
+                add(agents, child, Some(&parent_node), Some(name.clone()))?;
+            }
+            Ok(())
+        }
+        let root_name = root.name.clone();
+        add(&mut nodes, Arc::new(root), None, None)?;
+        Ok(Agents {
+            root: root_name,
+            nodes,
+        })
+    }
+}
+
+struct Inner {
+    /// Read at every step, so a swap applies from the next step on (see [`Engine::set_agent`]).
+    agents: RwLock<Arc<Agents>>,
     store: Arc<dyn EngineStore>,
     clock: Arc<dyn Clock>,
     config: EngineConfig,
@@ -273,7 +324,7 @@ pub struct Engine {
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine")
-            .field("root", &self.inner.root)
+            .field("root", &self.agents().root)
             .field("store", &self.inner.store)
             .finish_non_exhaustive()
     }
@@ -332,46 +383,11 @@ impl Engine {
         config: EngineConfig,
         clock: Arc<dyn Clock>,
     ) -> Result<Engine, EngineError> {
-        let mut agents = HashMap::new();
-        fn add(
-            agents: &mut HashMap<String, AgentNode>,
-            agent: Arc<LlmAgent>,
-            parent: Option<&AgentNode>,
-            parent_name: Option<String>,
-        ) -> Result<(), EngineError> {
-            let branch = parent.map(|p| match &p.branch {
-                Some(b) => format!("{b}.{}", agent.name),
-                None => format!("{}.{}", p.agent.name, agent.name),
-            });
-            let name = agent.name.clone();
-            if agents.contains_key(&name) {
-                return Err(crate::agent::AgentError::DuplicateAgent(name).into());
-            }
-            let node = AgentNode {
-                agent: agent.clone(),
-                parent: parent_name,
-                branch,
-            };
-            let children = agent.sub_agents.clone();
-            agents.insert(name.clone(), node);
-            for child in children {
-                // Re-borrow the parent's node from the map for its branch.
-                let parent_node = AgentNode {
-                    agent: agent.clone(),
-                    parent: None,
-                    branch: agents.get(&name).and_then(|n| n.branch.clone()),
-                };
-                add(agents, child, Some(&parent_node), Some(name.clone()))?;
-            }
-            Ok(())
-        }
-        let root_name = root.name.clone();
-        add(&mut agents, Arc::new(root), None, None)?;
+        let agents = Agents::of(root)?;
         let (events, _) = broadcast::channel(config.event_buffer.max(16));
         Ok(Engine {
             inner: Arc::new(Inner {
-                root: root_name,
-                agents,
+                agents: RwLock::new(Arc::new(agents)),
                 store,
                 clock,
                 config,
@@ -397,11 +413,52 @@ impl Engine {
         self.inner.clock.now_millis()
     }
 
-    fn node(&self, name: &str) -> &AgentNode {
+    /// Replaces the agent tree (instruction, tools, callbacks, sub-agents) without a restart.
+    ///
+    /// Sessions, their state, pending approvals, rules and the audit trail stay: they live in
+    /// the store and the session caches, not in the agent. Every step reads the tree afresh, so
+    /// the next model call (in a new turn, or the next step of a running one) uses the new
+    /// agent; a held call is dispatched with the new agent's tool of the same name when it is
+    /// approved, and answered "no longer available" if the new agent has none.
+    pub fn set_agent(&self, root: LlmAgent) -> Result<(), EngineError> {
+        let agents = Agents::of(root)?;
+        *self
+            .inner
+            .agents
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(agents);
+        Ok(())
+    }
+
+    /// The root agent now.
+    pub fn agent(&self) -> Arc<LlmAgent> {
+        self.node(&self.agents().root).agent
+    }
+
+    fn agents(&self) -> Arc<Agents> {
         self.inner
             .agents
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    fn root_name(&self) -> String {
+        self.agents().root.clone()
+    }
+
+    fn has_agent(&self, name: &str) -> bool {
+        self.agents().nodes.contains_key(name)
+    }
+
+    /// The agent of that name, or the root when the tree no longer has it (a swap renamed it).
+    fn node(&self, name: &str) -> AgentNode {
+        let agents = self.agents();
+        agents
+            .nodes
             .get(name)
-            .or_else(|| self.inner.agents.get(&self.inner.root))
+            .or_else(|| agents.nodes.get(&agents.root))
+            .cloned()
             .unwrap_or_else(|| unreachable!("the root agent is always registered"))
     }
 

@@ -37,7 +37,7 @@ impl Engine {
     pub(super) async fn call_model(&self, s: &mut SessionCache, turn: &mut Turn) -> ModelOutcome {
         let node = self.node(&turn.inv.agent_name);
         let agent = node.agent.clone();
-        let mut request = self.build_request(s, node);
+        let mut request = self.build_request(s, &node);
         let mut delta = StateMap::new();
         let mut ctx = self.callback_context(s, turn);
         let mut response = agent
@@ -64,7 +64,7 @@ impl Engine {
                             "the model's function call could not be read; asking again once"
                         );
                         retried = true;
-                        let mut again = self.build_request(s, node);
+                        let mut again = self.build_request(s, &node);
                         again
                             .contents
                             .push(Content::new(ROLE_USER, vec![Part::from_text(RETRY_NOTE)]));

@@ -96,7 +96,7 @@ impl Engine {
         let inv = InvocationRecord {
             id: format!("inv_{}", uuid::Uuid::new_v4().simple()),
             session_id: s.id.clone(),
-            agent_name: self.inner.root.clone(),
+            agent_name: self.root_name(),
             status: InvocationStatus::Running,
             model_calls: 0,
             started_at: now,
@@ -369,7 +369,7 @@ impl Engine {
                 StepControl::End => {
                     return self.finish(s, turn, InvocationStatus::Completed, Vec::new());
                 }
-                StepControl::Transfer(target) if self.inner.agents.contains_key(&target) => {
+                StepControl::Transfer(target) if self.has_agent(&target) => {
                     self.switch_agent(s, turn, target)?;
                 }
                 StepControl::Escalate => match self.node(&turn.inv.agent_name).parent.clone() {

@@ -1,0 +1,509 @@
+//! The user's Python files: the `python/` folder under the config folder, loaded into the
+//! sandbox, watched, and turned into tools and callbacks of the agent.
+//!
+//! The sandbox's component is compiled in the background at start-up (tens of seconds the first
+//! time, then read from a cache in the data folder), so the first window never waits for it;
+//! until it is ready the files show as waiting and the agent has the built-in tools only. Every
+//! change to the folder (from the in-app editor or any other) reloads all files, and the agent
+//! is rebuilt for the next turn. A file that does not load is shown with its error and line and
+//! left out; the others and the built-in tools go on.
+
+pub(crate) mod host;
+pub mod view;
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use pysandbox::{LoadError, PythonExtensions, Reporter, Sandbox, SandboxConfig, SandboxError};
+
+use crate::assistant::PythonFileSettings;
+use crate::core::lock;
+use view::{PythonFileView, PythonReportView, SandboxStateView, ToolDeclarationView};
+
+/// Overrides where the compiled sandbox is cached (the end-to-end tests share one).
+pub const CACHE_ENV: &str = "FEISHU_COMPANION_PYTHON_CACHE";
+
+/// The editor's template for a new file.
+pub const TEMPLATE: &str = include_str!("template.py");
+
+/// How many recent reports (failures, printed output) each file keeps for the editor.
+const REPORTS_PER_FILE: usize = 20;
+
+/// How long the folder must be quiet before a change is loaded: an editor's save is often
+/// several writes (a temporary file, a rename).
+const SETTLE: Duration = Duration::from_millis(200);
+
+/// Where the sandbox stands.
+#[derive(Debug, Clone)]
+pub(crate) enum SandboxState {
+    /// Being compiled (or read from the cache) since then.
+    Preparing(Instant),
+    /// Ready; compiled now (how long it took) or read from the cache.
+    Ready(Sandbox),
+    /// It could not be set up; Python files cannot run.
+    Failed(String),
+}
+
+/// What loading a file gave.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FileStatus {
+    pub(crate) tools: Vec<ToolDeclarationView>,
+    pub(crate) callbacks: Vec<String>,
+    pub(crate) error: Option<LoadFailure>,
+}
+
+/// A file's error, worded for the user.
+#[derive(Debug, Clone)]
+pub(crate) struct LoadFailure {
+    pub(crate) zh: String,
+    pub(crate) en: String,
+    pub(crate) line: Option<u32>,
+    pub(crate) traceback: String,
+}
+
+/// The Python side of the app.
+pub(crate) struct PythonTools {
+    dir: PathBuf,
+    cache_dir: PathBuf,
+    /// The cache folder was chosen by the options or the environment, not defaulted.
+    cache_overridden: bool,
+    resources: crate::resources::Resources,
+    state: Mutex<SandboxState>,
+    extensions: RwLock<Arc<PythonExtensions>>,
+    statuses: Mutex<BTreeMap<String, FileStatus>>,
+    reports: Arc<Mutex<BTreeMap<String, Vec<PythonReportView>>>>,
+    /// Allowed hosts and the Feishu tick, by file (from the settings).
+    pub(crate) files: Arc<RwLock<BTreeMap<String, PythonFileSettings>>>,
+    /// Serialises reloads: one at a time, the latest folder wins.
+    reloading: tokio::sync::Mutex<()>,
+    watcher: Mutex<Option<notify::RecommendedWatcher>>,
+}
+
+impl std::fmt::Debug for PythonTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PythonTools")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PythonTools {
+    /// The app's: `python/` under the config folder (created), the compiled sandbox cached in
+    /// the data folder (or where the options say), the component found among the resources.
+    pub(crate) fn for_app(
+        paths: &crate::paths::AppPaths,
+        options: &crate::core::OpenOptions,
+    ) -> Result<PythonTools, crate::core::CompanionError> {
+        let dir = paths.python_dir();
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            crate::core::CompanionError::Other(format!("cannot create {}: {e}", dir.display()))
+        })?;
+        // The end-to-end tests keep one compiled sandbox for every run of the real app.
+        let chosen = options.python_cache_dir.clone().or_else(|| {
+            std::env::var_os(CACHE_ENV)
+                .filter(|v| !v.is_empty())
+                .map(Into::into)
+        });
+        let resources = crate::resources::Resources::new(options.resource_dir.clone());
+        let mut tools = PythonTools::new(
+            dir,
+            chosen
+                .clone()
+                .unwrap_or_else(|| crate::resources::python_sandbox_cache_dir(&paths.data_dir)),
+            resources,
+        );
+        tools.cache_overridden = chosen.is_some();
+        Ok(tools)
+    }
+
+    pub(crate) fn new(
+        dir: PathBuf,
+        cache_dir: PathBuf,
+        resources: crate::resources::Resources,
+    ) -> PythonTools {
+        PythonTools {
+            dir,
+            cache_dir,
+            cache_overridden: false,
+            resources,
+            state: Mutex::new(SandboxState::Preparing(Instant::now())),
+            extensions: RwLock::new(Arc::default()),
+            statuses: Mutex::default(),
+            reports: Arc::default(),
+            files: Arc::default(),
+            reloading: tokio::sync::Mutex::new(()),
+            watcher: Mutex::new(None),
+        }
+    }
+
+    /// The folder.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Compiles (or loads from the cache) the sandbox's component; blocking, tens of seconds
+    /// the first time. Run on a blocking thread.
+    pub(crate) fn prepare_sandbox(&self) {
+        let built = SandboxConfig::default().component;
+        let Some(component) = self.resources.python_sandbox_component(Some(&built)) else {
+            let message = format!(
+                "the Python sandbox ({}) is missing from this installation; reinstall the app \
+                 (安装不完整，缺少 Python 沙箱，请重新安装)",
+                crate::resources::PYTHON_SANDBOX_COMPONENT
+            );
+            tracing::warn!("{message}");
+            *lock(&self.state) = SandboxState::Failed(message);
+            return;
+        };
+        // A development build's own component is cached beside it under target/ (one compiled
+        // copy for every test and run of this checkout); an installed one in the data folder.
+        let cache_dir = if component == built && !self.cache_overridden {
+            SandboxConfig::default().cache_dir
+        } else {
+            Some(self.cache_dir.clone())
+        };
+        let config = SandboxConfig {
+            component,
+            cache_dir,
+            ..SandboxConfig::default()
+        };
+        let state = match Sandbox::new(config) {
+            Ok(sandbox) => {
+                tracing::info!(compiled = ?sandbox.compiled(), "the Python sandbox is ready");
+                SandboxState::Ready(sandbox)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the Python sandbox cannot start");
+                SandboxState::Failed(e.to_string())
+            }
+        };
+        *lock(&self.state) = state;
+    }
+
+    pub(crate) fn sandbox_state(&self) -> SandboxState {
+        lock(&self.state).clone()
+    }
+
+    pub(crate) fn sandbox(&self) -> Option<Sandbox> {
+        match &*lock(&self.state) {
+            SandboxState::Ready(sandbox) => Some(sandbox.clone()),
+            _ => None,
+        }
+    }
+
+    /// The loaded tools and callbacks.
+    pub(crate) fn extensions(&self) -> Arc<PythonExtensions> {
+        self.extensions
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The `.py` files of the folder, by name.
+    pub(crate) fn file_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|entry| {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let is_py = entry.path().is_file()
+                    && std::path::Path::new(&name)
+                        .extension()
+                        .is_some_and(|e| e == "py");
+                is_py.then_some(name)
+            })
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Loads every file of the folder again. `builtin` are the names the built-in tools take;
+    /// a Python tool may not reuse one.
+    pub(crate) async fn reload(&self, host: Arc<dyn pysandbox::Host>, builtin: &HashSet<String>) {
+        let _one_at_a_time = self.reloading.lock().await;
+        let Some(sandbox) = self.sandbox() else {
+            return;
+        };
+        let mut files = Vec::new();
+        let mut statuses: BTreeMap<String, FileStatus> = BTreeMap::new();
+        for name in self.file_names() {
+            match std::fs::read_to_string(self.dir.join(&name)) {
+                Ok(source) => files.push((name.clone(), source)),
+                Err(e) => {
+                    statuses.insert(
+                        name.clone(),
+                        FileStatus {
+                            error: Some(LoadFailure {
+                                zh: format!("无法读取 {name}：{e}"),
+                                en: format!("cannot read {name}: {e}"),
+                                line: None,
+                                traceback: String::new(),
+                            }),
+                            ..FileStatus::default()
+                        },
+                    );
+                }
+            }
+        }
+        let reports = self.reports.clone();
+        let reporter = Reporter::new(move |report| {
+            let mut reports = lock(&reports);
+            let list = reports.entry(report.file.clone()).or_default();
+            list.push(PythonReportView::from(report));
+            if list.len() > REPORTS_PER_FILE {
+                list.remove(0);
+            }
+        });
+        let mut loaded =
+            PythonExtensions::load_sources(&sandbox, files.clone(), host, reporter).await;
+        // A Python tool named like a built-in one would shadow it: the file is refused instead.
+        let clashing: Vec<(String, String)> = loaded
+            .tools
+            .iter()
+            .filter(|t| builtin.contains(t.spec().name.as_str()))
+            .map(|t| (t.module().filename().to_owned(), t.spec().name.clone()))
+            .collect();
+        for (file, tool) in &clashing {
+            statuses.insert(
+                file.clone(),
+                FileStatus {
+                    error: Some(LoadFailure {
+                        zh: format!("{file}：工具名 {tool} 已被内置工具使用，请换个名字"),
+                        en: format!(
+                            "{file}: a built-in tool is already named {tool}; choose another name"
+                        ),
+                        line: None,
+                        traceback: String::new(),
+                    }),
+                    ..FileStatus::default()
+                },
+            );
+        }
+        let refused: HashSet<&str> = clashing.iter().map(|(f, _)| f.as_str()).collect();
+        loaded
+            .tools
+            .retain(|t| !refused.contains(t.module().filename()));
+        loaded
+            .callbacks
+            .retain(|c| !refused.contains(c.module().filename()));
+        for error in &loaded.errors {
+            let (file, failure) = failure_of(error);
+            statuses.insert(
+                file,
+                FileStatus {
+                    error: Some(failure),
+                    ..FileStatus::default()
+                },
+            );
+        }
+        for tool in &loaded.tools {
+            let status = statuses
+                .entry(tool.module().filename().to_owned())
+                .or_default();
+            status.tools.push(ToolDeclarationView::of(tool));
+        }
+        for callback in &loaded.callbacks {
+            let status = statuses
+                .entry(callback.module().filename().to_owned())
+                .or_default();
+            status.callbacks.push(callback.kind().to_string());
+        }
+        for (name, _) in &files {
+            statuses.entry(name.clone()).or_default();
+        }
+        *lock(&self.statuses) = statuses;
+        *self
+            .extensions
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(loaded);
+    }
+
+    /// Every file as the editor lists it.
+    pub(crate) fn file_views(&self) -> Vec<PythonFileView> {
+        let statuses = lock(&self.statuses).clone();
+        let reports = lock(&self.reports).clone();
+        let files = self
+            .files
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let waiting = !matches!(self.sandbox_state(), SandboxState::Ready(_));
+        self.file_names()
+            .into_iter()
+            .map(|name| {
+                let status = statuses.get(&name);
+                let settings = files.get(&name).cloned().unwrap_or_default();
+                PythonFileView::new(
+                    &name,
+                    status,
+                    waiting || status.is_none(),
+                    settings,
+                    reports.get(&name).cloned().unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
+    pub(crate) fn sandbox_view(&self) -> SandboxStateView {
+        match self.sandbox_state() {
+            SandboxState::Preparing(since) => SandboxStateView::Preparing {
+                elapsed_ms: u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX),
+            },
+            SandboxState::Ready(sandbox) => SandboxStateView::Ready {
+                compiled_ms: match sandbox.compiled() {
+                    pysandbox::CacheOutcome::Compiled(took) => {
+                        Some(u64::try_from(took.as_millis()).unwrap_or(u64::MAX))
+                    }
+                    pysandbox::CacheOutcome::Hit => None,
+                },
+            },
+            SandboxState::Failed(message) => SandboxStateView::Failed { message },
+        }
+    }
+
+    /// Starts watching the folder: each settled change calls `changed`.
+    pub(crate) fn watch(&self, changed: impl Fn() + Send + Sync + 'static) -> Result<(), String> {
+        use notify::Watcher as _;
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+        let mut watcher =
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                if let Ok(event) = event {
+                    let python = event
+                        .paths
+                        .iter()
+                        .any(|p| p.extension().is_some_and(|e| e == "py"));
+                    if python && !matches!(event.kind, notify::EventKind::Access(_)) {
+                        let _ = tx.send(());
+                    }
+                }
+            })
+            .map_err(|e| e.to_string())?;
+        watcher
+            .watch(&self.dir, notify::RecursiveMode::NonRecursive)
+            .map_err(|e| format!("cannot watch {}: {e}", self.dir.display()))?;
+        *lock(&self.watcher) = Some(watcher);
+        tokio::spawn(async move {
+            while rx.recv().await.is_some() {
+                // Let a burst of writes settle, then load once.
+                loop {
+                    match tokio::time::timeout(SETTLE, rx.recv()).await {
+                        Ok(Some(())) => continue,
+                        Ok(None) => return,
+                        Err(_) => break,
+                    }
+                }
+                changed();
+            }
+        });
+        Ok(())
+    }
+}
+
+/// A load error, worded in both languages, with its line.
+fn failure_of(error: &LoadError) -> (String, LoadFailure) {
+    match error {
+        LoadError::Python { file, error } => {
+            let line = error.python().and_then(|e| e.line);
+            let traceback = error.detail();
+            let what = match error {
+                SandboxError::Python(e) => {
+                    let message = if e.message.is_empty() {
+                        e.type_name.clone()
+                    } else {
+                        format!("{}: {}", e.type_name, e.message)
+                    };
+                    (message.clone(), message)
+                }
+                SandboxError::Deadline { limit, .. } => (
+                    format!("加载超时（超过 {} 秒）", limit.as_secs()),
+                    format!("loading ran past its {} s deadline", limit.as_secs()),
+                ),
+                other => (other.to_string(), other.to_string()),
+            };
+            let (zh, en) = match line {
+                Some(line) => (
+                    format!("{file} 第 {line} 行：{}", what.0),
+                    format!("{file}, line {line}: {}", what.1),
+                ),
+                None => (format!("{file}：{}", what.0), format!("{file}: {}", what.1)),
+            };
+            (
+                file.clone(),
+                LoadFailure {
+                    zh,
+                    en,
+                    line,
+                    traceback,
+                },
+            )
+        }
+        LoadError::NothingDeclared { file, functions } => {
+            let stem = file.strip_suffix(".py").unwrap_or(file);
+            let mut zh = format!(
+                "{file} 没有声明任何工具或回调：工具是与文件同名的函数（def {stem}(...)）或标了 @tool 的函数；回调须命名为 before_model_callback 等"
+            );
+            if !functions.is_empty() {
+                zh.push_str(&format!(
+                    "。文件中有 {}：在希望助手调用的函数上一行加 @tool",
+                    functions.join("、")
+                ));
+            }
+            (
+                file.clone(),
+                LoadFailure {
+                    zh,
+                    en: error.to_string(),
+                    line: None,
+                    traceback: String::new(),
+                },
+            )
+        }
+        LoadError::DuplicateTool { file, tool, first } => (
+            file.clone(),
+            LoadFailure {
+                zh: format!("{file}：工具 {tool} 已在 {first} 中定义"),
+                en: error.to_string(),
+                line: None,
+                traceback: String::new(),
+            },
+        ),
+        LoadError::Read { path, source } => {
+            let file = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            (
+                file.clone(),
+                LoadFailure {
+                    zh: format!("无法读取 {file}：{source}"),
+                    en: error.to_string(),
+                    line: None,
+                    traceback: String::new(),
+                },
+            )
+        }
+        LoadError::ReadDir { .. } => (
+            String::new(),
+            LoadFailure {
+                zh: format!("无法读取文件夹：{error}"),
+                en: error.to_string(),
+                line: None,
+                traceback: String::new(),
+            },
+        ),
+        // LoadError is not exhaustive to this crate; anything new is shown as it words itself.
+        #[allow(unreachable_patterns)]
+        other => (
+            String::new(),
+            LoadFailure {
+                zh: other.to_string(),
+                en: other.to_string(),
+                line: None,
+                traceback: String::new(),
+            },
+        ),
+    }
+}
