@@ -1,10 +1,10 @@
 // The user's own Python in the real app: a tool written in the editor is called by the assistant,
 // its POST is held on an approval card, approved, sent once and audited; a file with a syntax error
 // shows its line; a callback that edits the request changes the answer.
-// Screenshots: tests/e2e/artifacts/py-*.png.
+// Screenshots: tests/e2e/artifacts/py-*.png (Chinese, then the editor and the card in English).
 
 import assert from 'node:assert/strict';
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -187,5 +187,59 @@ describe('Python tools and callbacks written in the app', () => {
     await send(browser, '你好');
     await waitForReply(browser, 'This request was edited by your Python callback.');
     await shot(browser, 'py-05-callback-answer');
+  });
+});
+
+describe('the same, in English', () => {
+  let browser;
+  let dataDir;
+  before(async () => {
+    // The file is already in the folder, as another editor would leave it, with its host allowed.
+    dataDir = await freshDataDir('python-en', {
+      language: 'en',
+      assistant: { python_files: { 'save_note.py': { allowed_hosts: ['127.0.0.1'], feishu_api: false } } },
+    });
+    const folder = path.join(dataDir, 'config', 'python');
+    mkdirSync(folder, { recursive: true });
+    writeFileSync(
+      path.join(folder, 'save_note.py'),
+      [
+        'def save_note(title: str, body: str) -> dict:',
+        '    """Saves a note in the team notebook."""',
+        `    r = ces_requests.post('http://127.0.0.1:${port}/notes', json={'title': title, 'body': body})`,
+        '    return r.json()',
+        '',
+        'def preview_save_note(title: str, body: str) -> str:',
+        '    return f"Save the note “{title}” to the team notebook"',
+        '',
+      ].join('\n'),
+    );
+    browser = await launch(driver, dataDir);
+  });
+  after(async () => {
+    await browser?.deleteSession();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  test('the editor and a Python tool\'s approval card speak English', async () => {
+    await openSettings(browser);
+    const open = browser.$('[data-testid="open-python-save_note.py"]');
+    await open.scrollIntoView();
+    await open.click();
+    await browser.$('[data-testid="python-editor"]').waitForDisplayed();
+    await browser.waitUntil(async () => /Loaded/.test(await browser.$('[data-testid="editor-status"]').getText()), {
+      timeout: 20000,
+      timeoutMsg: 'save_note.py never showed as loaded',
+    });
+    assert.match(await browser.$('[data-testid="declaration"]').getText(), /save_note/);
+    await shot(browser, 'py-06-editor-en');
+    await backToChat(browser);
+    await send(browser, 'save a note');
+    const card = browser.$('[data-testid="approval-card"]');
+    await card.waitForDisplayed({ timeout: 30000 });
+    const text = await card.getText();
+    assert.match(text, /Save the note “周会” to the team notebook/);
+    assert.match(text, new RegExp(`127\\.0\\.0\\.1:${port}/notes`));
+    await shot(browser, 'py-07-approval-card-en');
   });
 });
