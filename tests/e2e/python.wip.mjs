@@ -1,3 +1,5 @@
+// Not yet in the suite (.wip.mjs): written for issue 16 but not run against the merged app before the
+// session ended; rename to python.test.mjs once it has passed under scripts/e2e.
 // The user's own Python in the real app: a tool written in the editor is called by the assistant,
 // its POST is held on an approval card, approved, sent once and audited; a file with a syntax error
 // shows its line; a callback that edits the request changes the answer.
