@@ -73,7 +73,10 @@ export async function startDriver() {
       },
     },
   );
+  // tauri-driver spawns WebKitWebDriver on the native port at start, and a session requested
+  // before that one listens fails with "Connection refused" (seen on a loaded CI machine).
   await waitForPort(port);
+  await waitForPort(nativePort);
   return {
     port,
     stop: () => child.kill('SIGTERM'),
