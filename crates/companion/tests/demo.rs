@@ -7,25 +7,11 @@ use agent::{CallStatus, Decision, InvocationStatus};
 use companion::{AppPaths, Companion, OpenOptions, Settings};
 
 mod common;
+use common::last_text;
 
 /// Signs in the way the auth card does, and waits until the held calls have run again.
 async fn sign_in(app: &Companion) -> Vec<String> {
     common::sign_in(app).await.0
-}
-
-fn last_text(app: &Companion, session: &str) -> String {
-    app.session_events(session)
-        .unwrap()
-        .iter()
-        .rev()
-        .find_map(|e| {
-            e.content
-                .as_ref()
-                .filter(|c| c.is_model())
-                .map(|c| c.text())
-                .filter(|t| !t.is_empty())
-        })
-        .unwrap_or_default()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

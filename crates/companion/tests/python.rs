@@ -8,6 +8,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod common;
+use common::last_text;
+
 use agent::persist::AuditFilter;
 use agent::{CallStatus, Decision, InvocationStatus};
 use companion::python::view::{AssistantInput, SandboxStateView};
@@ -51,21 +54,6 @@ async fn open(dir: &std::path::Path) -> Companion {
     .await
     .expect("the sandbox got ready");
     app
-}
-
-fn last_text(app: &Companion, session: &str) -> String {
-    app.session_events(session)
-        .unwrap()
-        .iter()
-        .rev()
-        .find_map(|e| {
-            e.content
-                .as_ref()
-                .filter(|c| c.is_model())
-                .map(|c| c.text())
-                .filter(|t| !t.is_empty())
-        })
-        .unwrap_or_default()
 }
 
 /// A one-route HTTP server recording each request's method, path and body.

@@ -74,3 +74,19 @@ pub async fn sign_in(app: &Companion) -> (Vec<String>, Option<String>) {
     .await
     .expect("the sign-in finished")
 }
+
+/// The last thing the assistant said in `session`.
+pub fn last_text(app: &Companion, session: &str) -> String {
+    app.session_events(session)
+        .unwrap()
+        .iter()
+        .rev()
+        .find_map(|e| {
+            e.content
+                .as_ref()
+                .filter(|c| c.is_model())
+                .map(|c| c.text())
+                .filter(|t| !t.is_empty())
+        })
+        .unwrap_or_default()
+}
