@@ -14,48 +14,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+use common::{claude, gemini, openai};
 
 use agent::FinishReason;
 use common::{Fixture, Reply, request, run};
-use llm::{AnthropicProvider, GeminiProvider, OpenAiProvider, ProviderKind};
-
-const KEY: &str = "sk-test-0123456789abcdef";
-
-fn openai(fixture: &Fixture) -> OpenAiProvider {
-    let config = common::config(
-        fixture,
-        ProviderKind::OpenAiCompatible,
-        "OpenAI",
-        "gpt-6-luna",
-        KEY,
-        |_| {},
-    );
-    OpenAiProvider::new(config).unwrap()
-}
-
-fn claude(fixture: &Fixture) -> AnthropicProvider {
-    let config = common::config(
-        fixture,
-        ProviderKind::Anthropic,
-        "Anthropic Claude",
-        "claude-sonnet-5-5",
-        KEY,
-        |_| {},
-    );
-    AnthropicProvider::new(config).unwrap()
-}
-
-fn gemini(fixture: &Fixture) -> GeminiProvider {
-    let config = common::config(
-        fixture,
-        ProviderKind::Gemini,
-        "Google Gemini",
-        "gemini-3.8-flash",
-        KEY,
-        |_| {},
-    );
-    GeminiProvider::new(config).unwrap()
-}
 
 #[tokio::test]
 async fn an_openai_content_filter_is_carried_with_the_text_before_it() {

@@ -21,37 +21,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+use common::{gemini, openai};
 
 use std::time::Duration;
 
 use common::{Fixture, Reply, request, run};
-use llm::{AnthropicProvider, GeminiProvider, OpenAiProvider, ProviderKind};
+use llm::{AnthropicProvider, OpenAiProvider, ProviderKind};
 
 const KEY: &str = "sk-test-0123456789abcdef";
-
-fn gemini(fixture: &Fixture) -> GeminiProvider {
-    let config = common::config(
-        fixture,
-        ProviderKind::Gemini,
-        "Google Gemini",
-        "gemini-3.8-flash",
-        KEY,
-        |_| {},
-    );
-    GeminiProvider::new(config).unwrap()
-}
-
-fn openai(fixture: &Fixture) -> OpenAiProvider {
-    let config = common::config(
-        fixture,
-        ProviderKind::OpenAiCompatible,
-        "OpenAI",
-        "gpt-6-luna",
-        KEY,
-        |_| {},
-    );
-    OpenAiProvider::new(config).unwrap()
-}
 
 fn gemini_429(delay: &str) -> String {
     format!(

@@ -16,10 +16,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+use common::claude;
 
 use agent::{Content, FunctionCall, FunctionResponse, LlmRequest, Part, Reasoning};
 use common::{Fixture, Reply, calls, request, run};
-use llm::{AnthropicProvider, GeminiProvider, OpenAiProvider, ProviderKind};
+use llm::{GeminiProvider, OpenAiProvider, ProviderKind};
 use serde_json::{Value, json};
 
 const KEY: &str = "sk-test-0123456789abcdef";
@@ -221,18 +222,6 @@ const CLAUDE_THINKING_TOOL: &str = concat!(
     "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":87}}\n\n",
     "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
 );
-
-fn claude(fixture: &Fixture) -> AnthropicProvider {
-    let config = common::config(
-        fixture,
-        ProviderKind::Anthropic,
-        "Anthropic Claude",
-        "claude-sonnet-5-5",
-        KEY,
-        |_| {},
-    );
-    AnthropicProvider::new(config).unwrap()
-}
 
 #[tokio::test]
 async fn claude_thinking_comes_back_signed_before_the_tool_use() {

@@ -450,3 +450,45 @@ pub fn config(
     change(&mut config);
     config
 }
+
+/// The test key of the provider constructors below.
+pub const TEST_KEY: &str = "sk-test-0123456789abcdef";
+
+/// The openai provider against `fixture`, with a test model and key.
+pub fn openai(fixture: &Fixture) -> llm::OpenAiProvider {
+    let config = config(
+        fixture,
+        llm::ProviderKind::OpenAiCompatible,
+        "OpenAI",
+        "gpt-6-luna",
+        TEST_KEY,
+        |_| {},
+    );
+    llm::OpenAiProvider::new(config).unwrap()
+}
+
+/// The claude provider against `fixture`, with a test model and key.
+pub fn claude(fixture: &Fixture) -> llm::AnthropicProvider {
+    let config = config(
+        fixture,
+        llm::ProviderKind::Anthropic,
+        "Anthropic Claude",
+        "claude-sonnet-5-5",
+        TEST_KEY,
+        |_| {},
+    );
+    llm::AnthropicProvider::new(config).unwrap()
+}
+
+/// The gemini provider against `fixture`, with a test model and key.
+pub fn gemini(fixture: &Fixture) -> llm::GeminiProvider {
+    let config = config(
+        fixture,
+        llm::ProviderKind::Gemini,
+        "Google Gemini",
+        "gemini-3.8-flash",
+        TEST_KEY,
+        |_| {},
+    );
+    llm::GeminiProvider::new(config).unwrap()
+}
