@@ -19,7 +19,7 @@ use crate::python::view::{
     AssistantInput, AssistantView, BuiltinToolView, CallbackTryView, PythonFileView, PythonRunView,
 };
 use crate::runtime::SYSTEM_INSTRUCTION;
-use crate::view::{PreviewChangeView, PreviewFieldView, PreviewView, Text, snake};
+use crate::view::{PreviewView, Text};
 
 /// What the user set for the assistant (part of the settings file).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, ts_rs::TS)]
@@ -354,14 +354,14 @@ impl Companion {
         if found.spec().needs_approval() && !approved {
             let preview = found.preview_call(&args).await;
             return Ok(PythonRunView {
-                needs_approval: Some(preview.as_ref().map(preview_view).unwrap_or_else(|| {
-                    PreviewView {
+                needs_approval: Some(preview.as_ref().map(PreviewView::from).unwrap_or_else(
+                    || PreviewView {
                         summary: Text::new(format!("运行 {tool}"), format!("Run {tool}")),
                         risk: "normal".to_owned(),
                         fields: Vec::new(),
                         changes: Vec::new(),
-                    }
-                })),
+                    },
+                )),
                 value: None,
                 error: None,
                 error_line: None,
@@ -465,30 +465,6 @@ fn uuid_like() -> String {
         .map(|d| d.as_nanos())
         .unwrap_or_default();
     format!("{nanos:x}")
-}
-
-fn preview_view(p: &agent::Preview) -> PreviewView {
-    PreviewView {
-        summary: (&p.summary).into(),
-        risk: snake(&p.risk),
-        fields: p
-            .fields
-            .iter()
-            .map(|f| PreviewFieldView {
-                label: (&f.label).into(),
-                value: f.value.clone(),
-            })
-            .collect(),
-        changes: p
-            .changes
-            .iter()
-            .map(|c| PreviewChangeView {
-                field: (&c.field).into(),
-                from: c.from.clone(),
-                to: c.to.clone(),
-            })
-            .collect(),
-    }
 }
 
 fn pretty(value: &impl Serialize) -> String {
