@@ -129,6 +129,7 @@ impl Frame {
 }
 
 #[cfg(test)]
+#[allow(clippy::expect_used)]
 mod tests {
     use super::*;
 
