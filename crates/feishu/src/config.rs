@@ -65,6 +65,11 @@ impl Endpoints {
         join(&self.open, "open-apis/authen/v1/user_info")
     }
 
+    /// `{open}/callback/ws/endpoint`: where an app asks for its long connection's URL.
+    pub fn long_connection_url(&self) -> Url {
+        join(&self.open, "callback/ws/endpoint")
+    }
+
     /// `{open}/open-apis/{path}`: the one place an API URL is made, from checked segments.
     pub fn api(&self, path: &crate::ids::ApiPath) -> Url {
         path.url(&self.open)

@@ -8,15 +8,18 @@
 //! Base URLs are configuration, so the same code runs against Feishu, Lark and the emulator.
 
 pub mod api;
+pub mod bot;
 pub mod config;
 pub mod flow;
 pub mod ids;
 pub mod listener;
+pub mod longconn;
 pub mod oauth;
 pub mod tokens;
 pub mod tools;
 
 pub use api::{ApiClient, ApiError, PageStyle, RetryPolicy};
+pub use bot::{BotClient, BotInfo};
 pub use config::{AppCredentials, Brand, Endpoints};
 pub use flow::{SignInError, missing_scopes_from_error};
 pub use ids::{ApiPath, BadId, IdKind};
