@@ -1534,7 +1534,7 @@ async fn every_endpoint_names_every_alternative_of_the_scope_it_lacks() {
             endpoint.route
         );
     }
-    assert_eq!(ENDPOINTS.len(), 29);
+    assert_eq!(ENDPOINTS.len(), 30);
 }
 
 #[tokio::test]

@@ -59,6 +59,9 @@ struct AppChange {
     release: Option<AppRelease>,
     enabled_scopes: Option<Vec<String>>,
     redirect_uris: Option<Vec<String>>,
+    /// The bot capability (机器人): on by default.
+    bot: Option<bool>,
+    bot_name: Option<String>,
 }
 
 /// The body of `POST /_emulator/identity_provider`: a URL, none, or the stand-in.
@@ -105,6 +108,16 @@ async fn change_app(
     }
     if let Some(uris) = change.redirect_uris {
         app.redirect_uris = uris;
+    }
+    if let Some(bot) = change.bot {
+        if bot {
+            state.bot.bot_off.remove(&app_id);
+        } else {
+            state.bot.bot_off.insert(app_id.clone());
+        }
+    }
+    if let Some(name) = change.bot_name {
+        state.bot.names.insert(app_id.clone(), name);
     }
     if let Some(release) = change.release {
         state.console.releases.insert(app_id, release);

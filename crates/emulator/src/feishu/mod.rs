@@ -7,6 +7,7 @@
 //! and [`faults`] the injected failures and rate limits.
 
 pub mod api;
+pub mod cards;
 pub mod console;
 mod datetime;
 pub mod faults;
@@ -25,7 +26,9 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Serialize;
 
+pub use api::bot::DEFAULT_BOT_NAME;
 pub use api::scopes::{self, ENDPOINTS, Endpoint, PREFERRED_SCOPES, preferred_scope};
+pub use cards::{BotCard, CardVersion};
 pub use console::AppRelease;
 pub use faults::{Fault, FaultKind, RateLimit};
 pub use seed::{SeedIds, SeedPerson};
@@ -97,6 +100,7 @@ pub(crate) struct EmulatorState {
     pub(crate) user: User,
     pub(crate) oauth: oauth::OAuthState,
     pub(crate) api: api::ApiState,
+    pub(crate) bot: api::bot::BotState,
     pub(crate) log: Vec<LoggedRequest>,
 }
 
@@ -227,6 +231,7 @@ impl FeishuEmulator {
                 faults: faults::FaultState::default(),
                 clock_offset_ms: 0,
             },
+            bot: api::bot::BotState::default(),
             log: Vec::new(),
         })));
         let router = Router::new()
@@ -238,6 +243,12 @@ impl FeishuEmulator {
                 post(faults::post_faults).delete(faults::delete_faults),
             )
             .route("/_emulator/seed", get(seed_ids))
+            .route(
+                "/open-apis/auth/v3/tenant_access_token/internal",
+                post(api::bot::tenant_access_token),
+            )
+            .route("/_emulator/cards", get(api::bot::list_cards))
+            .route("/_emulator/cards/{message_id}", get(api::bot::get_card))
             .merge(console::routes())
             .fallback(api::not_found)
             .layer(axum::middleware::from_fn(api::stamp_logid))
@@ -521,6 +532,66 @@ impl FeishuEmulator {
             .iter()
             .find(|d| d.document_id == document_id)
             .map(|d| d.blocks.len())
+    }
+}
+
+/// The bots' side: tenant tokens, the bot capability, cards.
+impl FeishuEmulator {
+    /// Issues a tenant access token for `app_id`, as `tenant_access_token/internal` would.
+    pub fn issue_tenant_token(&self, app_id: &str) -> String {
+        let token = format!("t-{}", api::random_hex());
+        self.shared.lock().bot.tenant_tokens.insert(
+            token.clone(),
+            api::bot::TenantToken {
+                app_id: app_id.to_owned(),
+                expires_at: now_millis() + 2 * 3600 * 1000,
+            },
+        );
+        token
+    }
+
+    /// Makes every tenant token issued so far expire now.
+    pub fn expire_tenant_tokens(&self) {
+        let now = now_millis();
+        for token in self.shared.lock().bot.tenant_tokens.values_mut() {
+            token.expires_at = now;
+        }
+    }
+
+    /// Turns the app's bot capability on (the default) or off (the developer console's 机器人
+    /// switch): with it off, the bot's endpoints answer 230006.
+    pub fn set_bot_enabled(&self, app_id: &str, enabled: bool) {
+        let mut state = self.shared.lock();
+        if enabled {
+            state.bot.bot_off.remove(app_id);
+        } else {
+            state.bot.bot_off.insert(app_id.to_owned());
+        }
+    }
+
+    /// Names the app's bot (as `bot/v3/info` reports it).
+    pub fn set_bot_name(&self, app_id: &str, name: &str) {
+        self.shared
+            .lock()
+            .bot
+            .names
+            .insert(app_id.to_owned(), name.to_owned());
+    }
+
+    /// The `open_id` of the app's bot.
+    pub fn bot_open_id(&self, app_id: &str) -> String {
+        api::bot::bot_open_id(app_id)
+    }
+
+    /// The cards bots sent to `open_id` (to anyone with `None`), oldest first, with every
+    /// version (also `GET /_emulator/cards?open_id=`).
+    pub fn bot_cards(&self, open_id: Option<&str>) -> Vec<BotCard> {
+        api::bot::cards_of(&self.shared, open_id)
+    }
+
+    /// One card by its message id (also `GET /_emulator/cards/{message_id}`).
+    pub fn card(&self, message_id: &str) -> Option<BotCard> {
+        self.shared.lock().bot.cards.get(message_id).cloned()
     }
 }
 

@@ -474,6 +474,8 @@ fn seed_chats(b: &mut Builder) -> ChatIds {
             parent_id: None,
             thread_id: None,
             via_api: false,
+            by_app: false,
+            updated_at: None,
         });
     };
 

@@ -69,6 +69,10 @@ pub(crate) struct Message {
     pub(crate) thread_id: Option<String>,
     /// Sent through the Open API (not part of the seed).
     pub(crate) via_api: bool,
+    /// Sent by an app's bot (`sender` is then the app id), not by a person.
+    pub(crate) by_app: bool,
+    /// Milliseconds of the last update (a card's content replaced), if any.
+    pub(crate) updated_at: Option<i64>,
 }
 
 /// When an event starts or ends.

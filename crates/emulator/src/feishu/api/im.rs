@@ -24,7 +24,7 @@ fn chat_error(msg: &str) -> ApiError {
     )
 }
 
-fn message_error(msg: &str) -> ApiError {
+pub(super) fn message_error(msg: &str) -> ApiError {
     ApiError::new(
         400,
         230001,
@@ -200,19 +200,20 @@ pub(crate) async fn get_chat(
     ok(data)
 }
 
-fn message_json(tenant: &Tenant, message: &Message) -> Value {
+pub(super) fn message_json(tenant: &Tenant, message: &Message) -> Value {
     let mut value = json!({
         "message_id": message.message_id,
         "msg_type": message.msg_type,
         "create_time": message.create_time.to_string(),
-        "update_time": message.create_time.to_string(),
+        "update_time": message.updated_at.unwrap_or(message.create_time).to_string(),
         "deleted": false,
-        "updated": false,
+        "updated": message.updated_at.is_some(),
         "chat_id": message.chat_id,
+        // A bot's message names its app: Feishu's `sender` for an app is its app id.
         "sender": {
             "id": message.sender,
-            "id_type": "open_id",
-            "sender_type": "user",
+            "id_type": if message.by_app { "app_id" } else { "open_id" },
+            "sender_type": if message.by_app { "app" } else { "user" },
             "tenant_key": tenant.tenant_key,
         },
         "body": { "content": message.content },
@@ -320,13 +321,13 @@ pub(crate) async fn get_message(
 }
 
 /// The message a body describes, checked as Feishu checks it.
-struct Draft {
-    msg_type: String,
-    content: String,
-    uuid: Option<String>,
+pub(super) struct Draft {
+    pub(super) msg_type: String,
+    pub(super) content: String,
+    pub(super) uuid: Option<String>,
 }
 
-fn draft(body: &Value) -> Result<Draft, ApiError> {
+pub(super) fn draft(body: &Value) -> Result<Draft, ApiError> {
     const TYPES: &[&str] = &[
         "text",
         "post",
@@ -347,6 +348,11 @@ fn draft(body: &Value) -> Result<Draft, ApiError> {
     let content = body["content"]
         .as_str()
         .ok_or_else(|| message_error("content must be a JSON string"))?;
+    if msg_type == "interactive" {
+        // Feishu's card service judges a card's JSON itself (230099 with its sub-code).
+        super::super::cards::validate(content)
+            .map_err(|e| ApiError::new(400, 230099, e.to_string()))?;
+    }
     let parsed: Value = serde_json::from_str(content)
         .map_err(|_| message_error("content must be a JSON string"))?;
     if msg_type == "text" && !parsed["text"].is_string() {
@@ -372,7 +378,12 @@ fn draft(body: &Value) -> Result<Draft, ApiError> {
 }
 
 /// The message an earlier send with the same `uuid` made within the hour, if any.
-fn deduplicated(tenant: &Tenant, app_id: &str, uuid: Option<&String>, now: i64) -> Option<Value> {
+pub(super) fn deduplicated(
+    tenant: &Tenant,
+    app_id: &str,
+    uuid: Option<&String>,
+    now: i64,
+) -> Option<Value> {
     let (message_id, at) = tenant
         .message_uuids
         .get(&(app_id.to_owned(), uuid?.clone()))?;
@@ -387,7 +398,12 @@ fn deduplicated(tenant: &Tenant, app_id: &str, uuid: Option<&String>, now: i64) 
 }
 
 /// Stores a message sent through the API and answers it.
-fn store(tenant: &mut Tenant, app_id: &str, uuid: Option<String>, message: Message) -> Value {
+pub(super) fn store(
+    tenant: &mut Tenant,
+    app_id: &str,
+    uuid: Option<String>,
+    message: Message,
+) -> Value {
     let answer = message_json(tenant, &message);
     if let Some(uuid) = uuid {
         tenant.message_uuids.insert(
@@ -407,6 +423,9 @@ pub(crate) async fn send(
     Query(query): Query<HashMap<String, String>>,
     body: Bytes,
 ) -> ApiResult {
+    if caller.bot {
+        return super::bot::send_as_bot(&shared, &caller, &query, &body);
+    }
     let body = json_body(&body).map_err(|e| message_error(&e))?;
     let id_type = query
         .get("receive_id_type")
@@ -484,6 +503,8 @@ pub(crate) async fn send(
         parent_id: None,
         thread_id: None,
         via_api: true,
+        by_app: false,
+        updated_at: None,
     };
     ok(store(tenant, &caller.app_id, draft.uuid, message))
 }
@@ -542,6 +563,8 @@ pub(crate) async fn reply(
         parent_id: Some(parent.message_id.clone()),
         thread_id,
         via_api: true,
+        by_app: false,
+        updated_at: None,
     };
     ok(store(tenant, &caller.app_id, draft.uuid, message))
 }

@@ -6,6 +6,7 @@
 
 pub mod scopes;
 
+pub(crate) mod bot;
 mod calendar;
 mod contact;
 pub(crate) mod docs;
@@ -59,6 +60,8 @@ impl ApiState {
 #[derive(Debug, Clone)]
 pub(crate) struct Caller {
     pub(crate) app_id: String,
+    /// Calling as the app's bot (a tenant access token), not as the signed-in user.
+    pub(crate) bot: bool,
 }
 
 /// The Feishu `code` a response carried, left in its extensions for the request log.
@@ -250,7 +253,8 @@ pub(crate) fn routes(shared: Shared) -> Router<Shared> {
         .route(scopes::CHAT_SEARCH, get(im::search_chats))
         .route(scopes::CHAT, get(im::get_chat))
         .route(scopes::MESSAGES, get(im::list_messages).post(im::send))
-        .route(scopes::MESSAGE, get(im::get_message))
+        .route(scopes::MESSAGE, get(im::get_message).patch(bot::patch))
+        .route(scopes::BOT_INFO, get(bot::info))
         .route(scopes::MESSAGE_REPLY, post(im::reply))
         .route(scopes::DOC_SEARCH, post(docs::search))
         .route(scopes::DOC_CONTENT, get(docs::content))
@@ -416,6 +420,9 @@ async fn admit(
             "Missing access token for authorization. Please make a request with token attached.",
         ));
     };
+    if let Some(tenant) = state.bot.tenant_tokens.get(&token).cloned() {
+        return admit_bot(&mut state, method, route, tenant);
+    }
     let Some(access) = state.oauth.access_tokens.get(&token).cloned() else {
         return Err(ApiError::new(
             401,
@@ -436,6 +443,51 @@ async fn admit(
         .map_err(rate_limited)?;
     Ok(Caller {
         app_id: access.app_id,
+        bot: false,
+    })
+}
+
+/// A tenant access token: only the bot's endpoints take it, with the scopes the app enabled.
+fn admit_bot(
+    state: &mut EmulatorState,
+    method: &str,
+    route: &str,
+    tenant: bot::TenantToken,
+) -> Result<Caller, ApiError> {
+    if tenant.expires_at <= now_millis() {
+        return Err(ApiError::new(
+            400,
+            99991663,
+            "Invalid access token for authorization. Please make a request with token attached.",
+        ));
+    }
+    let Some(endpoint) = scopes::bot_endpoint(method, route) else {
+        return Err(ApiError::new(
+            400,
+            99991663,
+            "Invalid access token for authorization. tenant access token not support",
+        ));
+    };
+    let enabled = state
+        .apps
+        .get(&tenant.app_id)
+        .map(|a| a.enabled_scopes.clone())
+        .unwrap_or_default();
+    if let Some(missing) = endpoint
+        .scopes
+        .iter()
+        .find(|group| !group.iter().any(|s| enabled.iter().any(|e| e == s)))
+    {
+        return Err(app_scope_missing(&tenant.app_id, missing));
+    }
+    state
+        .api
+        .faults
+        .admit(method, route, &tenant.app_id, now_millis())
+        .map_err(rate_limited)?;
+    Ok(Caller {
+        app_id: tenant.app_id,
+        bot: true,
     })
 }
 
@@ -492,31 +544,7 @@ fn check_scopes(
     if let Some(app) = state.apps.get(&access.app_id)
         && !holds(&app.enabled_scopes, missing)
     {
-        // The shape of the example in "如何为应用申请所需权限" (how to fix the 99991672 error):
-        // https://open.feishu.cn/document/uAjLw4CM/ugTN1YjL4UTN24CO1UjN/trouble-shooting/how-to-fix-the-99991672-error
-        let url = format!(
-            "https://open.feishu.cn/app/{}/auth?q={}&op_from=openapi",
-            app.app_id,
-            missing.join(",")
-        );
-        return Err(ApiError::new(
-            400,
-            99991672,
-            format!(
-                "Access denied. One of the following scopes is required: [{listed}].\
-                 应用尚未开通所需的应用身份权限：[{listed}]，点击链接申请并开通任一权限即可：{url}"
-            ),
-        )
-        .with_error(json!({
-            "message": "Refer to the documentation to fix the error: https://open.feishu.cn/document/uAjLw4CM/ugTN1YjL4UTN24CO1UjN/trouble-shooting/how-to-fix-the-99991672-error",
-            "log_id": log_id,
-            "permission_violations": violations(missing, "action_scope_required"),
-            "helps": [{
-                "url": url,
-                "description": format!("Learn more about scopes and how to add them: [{listed}]"),
-            }],
-        }))
-        .with_header("x-tt-logid", log_id));
+        return Err(app_scope_missing(&app.app_id, missing));
     }
     // The shape of the documented example (获取授权码 → 如何获取包含目标权限的 user_access_token):
     // https://open.feishu.cn/document/common-capabilities/sso/api/obtain-oauth-code
@@ -534,6 +562,37 @@ fn check_scopes(
         "permission_violations": violations(missing, "action_privilege_required"),
     }))
     .with_header("x-tt-logid", log_id))
+}
+
+/// 99991672: the app has not enabled any scope of `missing` (the admin has to act first).
+fn app_scope_missing(app_id: &str, missing: ScopeGroup) -> ApiError {
+    let log_id = new_logid();
+    let listed = missing.join(", ");
+    // The shape of the example in "如何为应用申请所需权限" (how to fix the 99991672 error):
+    // https://open.feishu.cn/document/uAjLw4CM/ugTN1YjL4UTN24CO1UjN/trouble-shooting/how-to-fix-the-99991672-error
+    let url = format!(
+        "https://open.feishu.cn/app/{}/auth?q={}&op_from=openapi",
+        app_id,
+        missing.join(",")
+    );
+    ApiError::new(
+            400,
+            99991672,
+            format!(
+                "Access denied. One of the following scopes is required: [{listed}].\
+                 应用尚未开通所需的应用身份权限：[{listed}]，点击链接申请并开通任一权限即可：{url}"
+            ),
+        )
+        .with_error(json!({
+            "message": "Refer to the documentation to fix the error: https://open.feishu.cn/document/uAjLw4CM/ugTN1YjL4UTN24CO1UjN/trouble-shooting/how-to-fix-the-99991672-error",
+            "log_id": log_id,
+            "permission_violations": violations(missing, "action_scope_required"),
+            "helps": [{
+                "url": url,
+                "description": format!("Learn more about scopes and how to add them: [{listed}]"),
+            }],
+        }))
+        .with_header("x-tt-logid", log_id)
 }
 
 /// Every scope of `group`, in the order Feishu's docs list them.

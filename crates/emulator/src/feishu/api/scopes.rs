@@ -99,6 +99,8 @@ pub const USER_SEARCH: &str = "/open-apis/search/v1/user";
 pub const USER: &str = "/open-apis/contact/v3/users/{user_id}";
 /// List a drive folder.
 pub const DRIVE_FILES: &str = "/open-apis/drive/v1/files";
+/// The app's bot (tenant token only).
+pub const BOT_INFO: &str = "/open-apis/bot/v3/info";
 
 const CALENDAR_PRIMARY: ScopeGroup = &["calendar:calendar:read", "calendar:calendar:readonly"];
 const EVENT_READ: ScopeGroup = &[
@@ -124,6 +126,12 @@ const CHAT_GET: ScopeGroup = &["im:chat", "im:chat:read", "im:chat:readonly"];
 const MESSAGE_READ: ScopeGroup = &["im:message", "im:message:readonly"];
 const MESSAGE_WRITE: ScopeGroup = &["im:message"];
 const SEND_AS_USER: ScopeGroup = &["im:message.send_as_user"];
+/// Updating a card the user sent ("更新已发送的消息卡片" lists these for either identity).
+const MESSAGE_UPDATE: ScopeGroup = &["im:message", "im:message:update"];
+/// Sending as the app's bot ("发送消息": any one of these, enabled by the app).
+pub const BOT_SEND: ScopeGroup = &["im:message", "im:message:send_as_bot", "im:message:send"];
+/// Updating a card the bot sent.
+pub const BOT_UPDATE: ScopeGroup = &["im:message", "im:message:send_as_bot", "im:message:update"];
 /// Reading a group's messages as a user also needs this group…
 pub const GROUP_MSG_AS_USER: ScopeGroup = &["im:message.group_msg:get_as_user"];
 /// …and reading a 1:1 chat's messages this one instead.
@@ -207,6 +215,7 @@ pub const ENDPOINTS: &[Endpoint] = &[
     read("GET", MESSAGE, &[MESSAGE_READ]),
     write("POST", MESSAGES, &[MESSAGE_WRITE, SEND_AS_USER]),
     write("POST", MESSAGE_REPLY, &[MESSAGE_WRITE, SEND_AS_USER]),
+    write("PATCH", MESSAGE, &[MESSAGE_UPDATE]),
     read("POST", DOC_SEARCH, &[DOC_SEARCH_READ]),
     read("GET", DOC_CONTENT, &[DOC_CONTENT_READ]),
     read("GET", DOCUMENT, &[DOCX_READ]),
@@ -223,6 +232,21 @@ pub const ENDPOINTS: &[Endpoint] = &[
     read("GET", USER, &[USER_READ]),
     read("GET", DRIVE_FILES, &[DRIVE_READ]),
 ];
+
+/// The endpoints that take a tenant access token (the app's bot), with the scope groups the app
+/// must have enabled. Every other endpoint answers a tenant token with 99991663.
+pub const BOT_ENDPOINTS: &[Endpoint] = &[
+    read("GET", BOT_INFO, &[]),
+    write("POST", MESSAGES, &[BOT_SEND]),
+    write("PATCH", MESSAGE, &[BOT_UPDATE]),
+];
+
+/// The bot endpoint serving `method` on `route`.
+pub fn bot_endpoint(method: &str, route: &str) -> Option<&'static Endpoint> {
+    BOT_ENDPOINTS
+        .iter()
+        .find(|e| e.method.eq_ignore_ascii_case(method) && e.route == route)
+}
 
 /// The endpoint serving `method` on `route` (a route constant, not a concrete path).
 pub fn endpoint(method: &str, route: &str) -> Option<&'static Endpoint> {
