@@ -403,8 +403,6 @@ pub struct BotCard {
 }
 
 /// An interactive element found in a card: what a click on it sends.
-// Read by the long connection's click hook.
-#[allow(dead_code)]
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Clickable {
     pub(crate) tag: String,
@@ -417,7 +415,6 @@ pub(crate) struct Clickable {
 }
 
 /// Finds the element called `name` (its `name` attribute) in a card.
-#[allow(dead_code)]
 pub(crate) fn find_clickable(card: &Value, name: &str) -> Option<Clickable> {
     let elements = if is_v2(card) {
         &card["body"]["elements"]

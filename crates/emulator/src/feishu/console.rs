@@ -62,6 +62,8 @@ struct AppChange {
     /// The bot capability (机器人): on by default.
     bot: Option<bool>,
     bot_name: Option<String>,
+    /// Receiving events and callbacks through the long connection (on by default).
+    long_connection: Option<bool>,
 }
 
 /// The body of `POST /_emulator/identity_provider`: a URL, none, or the stand-in.
@@ -115,6 +117,9 @@ async fn change_app(
         } else {
             state.bot.bot_off.insert(app_id.clone());
         }
+    }
+    if let Some(on) = change.long_connection {
+        state.longconn.set_enabled(&app_id, on);
     }
     if let Some(name) = change.bot_name {
         state.bot.names.insert(app_id.clone(), name);

@@ -11,6 +11,7 @@ pub mod cards;
 pub mod console;
 mod datetime;
 pub mod faults;
+pub mod longconn;
 pub mod oauth;
 pub mod seed;
 mod serve;
@@ -31,6 +32,7 @@ pub use api::scopes::{self, ENDPOINTS, Endpoint, PREFERRED_SCOPES, preferred_sco
 pub use cards::{BotCard, CardVersion};
 pub use console::AppRelease;
 pub use faults::{Fault, FaultKind, RateLimit};
+pub use longconn::{Click, ClickError, ClickOutcome, ClientConfig, LongConnectionStatus};
 pub use seed::{SeedIds, SeedPerson};
 
 /// One request the emulator received, for tests to count.
@@ -101,6 +103,7 @@ pub(crate) struct EmulatorState {
     pub(crate) oauth: oauth::OAuthState,
     pub(crate) api: api::ApiState,
     pub(crate) bot: api::bot::BotState,
+    pub(crate) longconn: longconn::LongConnState,
     pub(crate) log: Vec<LoggedRequest>,
 }
 
@@ -232,6 +235,7 @@ impl FeishuEmulator {
                 clock_offset_ms: 0,
             },
             bot: api::bot::BotState::default(),
+            longconn: longconn::LongConnState::default(),
             log: Vec::new(),
         })));
         let router = Router::new()
@@ -250,6 +254,7 @@ impl FeishuEmulator {
             .route("/_emulator/cards", get(api::bot::list_cards))
             .route("/_emulator/cards/{message_id}", get(api::bot::get_card))
             .merge(console::routes())
+            .merge(longconn::routes())
             .fallback(api::not_found)
             .layer(axum::middleware::from_fn(api::stamp_logid))
             .with_state(shared.clone());
@@ -592,6 +597,102 @@ impl FeishuEmulator {
     /// One card by its message id (also `GET /_emulator/cards/{message_id}`).
     pub fn card(&self, message_id: &str) -> Option<BotCard> {
         self.shared.lock().bot.cards.get(message_id).cloned()
+    }
+}
+
+/// The long connection: knobs, faults and the click hook.
+impl FeishuEmulator {
+    /// Clicks the element `click.name` of the card `message_id` as `click.operator_open_id`
+    /// (the demo user by default): delivers Feishu's `card.action.trigger` callback over one of
+    /// the app's open long connections, waits for the app's answer (3 s unless
+    /// `click.timeout_ms`) and applies its toast and card (also
+    /// `POST /_emulator/cards/{message_id}/click`).
+    pub async fn click_card(
+        &self,
+        message_id: &str,
+        click: Click,
+    ) -> Result<ClickOutcome, ClickError> {
+        longconn::click(&self.shared, message_id, &click).await
+    }
+
+    /// Delivers the last callback again, unchanged (the same `event_id`), as Feishu re-pushes
+    /// one (also `POST /_emulator/long_connection/replay`).
+    pub async fn replay_last_callback(
+        &self,
+        timeout: Duration,
+    ) -> Result<ClickOutcome, ClickError> {
+        longconn::replay(&self.shared, timeout).await
+    }
+
+    /// The signed-in user forwards the card to `to_open_id`: answers the copy's message id, whose
+    /// clicks come from that person (also `POST /_emulator/cards/{message_id}/forward`).
+    pub fn forward_card(&self, message_id: &str, to_open_id: &str) -> Result<String, ClickError> {
+        longconn::forward(&self.shared, message_id, to_open_id)
+    }
+
+    /// Closes the app's open connections from the server's side (every app's with `None`);
+    /// answers how many (also `POST /_emulator/long_connection/drop`).
+    pub fn drop_long_connections(&self, app_id: Option<&str>) -> usize {
+        self.shared.lock().longconn.drop_connections(app_id)
+    }
+
+    /// A Feishu outage: drops every connection, then refuses the endpoint ("system busy") and
+    /// new connections for `duration` (also `POST /_emulator/long_connection/outage`).
+    pub fn long_connection_outage(&self, duration: Duration) {
+        let ms = i64::try_from(duration.as_millis()).unwrap_or(i64::MAX);
+        self.shared.lock().longconn.start_outage(ms);
+    }
+
+    /// Ends an outage early (also `DELETE /_emulator/long_connection/outage`).
+    pub fn end_long_connection_outage(&self) {
+        self.shared.lock().longconn.end_outage();
+    }
+
+    /// Whether the app receives callbacks through the long connection (on by default); off,
+    /// the endpoint answers 403 and open connections close.
+    pub fn set_long_connection_enabled(&self, app_id: &str, enabled: bool) {
+        self.shared.lock().longconn.set_enabled(app_id, enabled);
+    }
+
+    /// The client config the endpoint and every pong hand out.
+    pub fn set_long_connection_config(&self, config: ClientConfig) {
+        self.shared.lock().longconn.set_config(config);
+    }
+
+    /// Splits delivered payloads into parts of at most `size` bytes (`sum`/`seq` headers), as
+    /// Feishu does with large ones; `None` sends each whole.
+    pub fn set_long_connection_part_size(&self, size: Option<usize>) {
+        self.shared.lock().longconn.set_part_size(size);
+    }
+
+    /// Open connections and pings received (also `GET /_emulator/long_connection`).
+    pub fn long_connection_status(&self) -> LongConnectionStatus {
+        longconn::status(&self.shared)
+    }
+
+    /// Waits until `app_id` has at least `n` open connections; false after `timeout`.
+    pub async fn wait_for_long_connections(
+        &self,
+        app_id: &str,
+        n: usize,
+        timeout: Duration,
+    ) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let open = self
+                .long_connection_status()
+                .connections
+                .iter()
+                .filter(|(a, _)| a == app_id)
+                .count();
+            if open >= n {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 }
 

@@ -27,6 +27,8 @@ pub(crate) async fn serve(listener: TcpListener, router: Router, mut stop: onesh
                     let served = hyper::server::conn::http1::Builder::new()
                         .title_case_headers(true)
                         .serve_connection(TokioIo::new(stream), service)
+                        // The long connection's WebSocket starts as an HTTP upgrade.
+                        .with_upgrades()
                         .await;
                     if let Err(e) = served {
                         tracing::debug!(error = %e, "an emulator connection ended early");
