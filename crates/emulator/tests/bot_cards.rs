@@ -405,3 +405,47 @@ async fn only_the_sender_updates_a_card_and_only_cards_are_updated() {
     assert_eq!(refused["code"], 230001, "{refused}");
     assert_eq!(emulator.card(&message_id).unwrap().versions.len(), 1);
 }
+
+#[tokio::test]
+async fn the_preview_draws_the_bots_cards_as_html() {
+    let emulator = start().await;
+    let token = tenant_token(&emulator).await;
+    let message_id = send_card(&emulator, &token, &approval_card("c1")).await;
+    let http = common::http();
+    let page = |path: String| {
+        let http = http.clone();
+        let url = format!("{}{path}", emulator.base_url());
+        async move {
+            let response = http.get(url).send().await.unwrap();
+            let status = response.status().as_u16();
+            let kind = response
+                .headers()
+                .get("content-type")
+                .map(|v| v.to_str().unwrap().to_owned());
+            (status, kind, response.text().await.unwrap())
+        }
+    };
+    let (status, kind, html) = page(format!("/_emulator/cards/preview?open_id={USER}")).await;
+    assert_eq!(status, 200);
+    assert_eq!(kind.as_deref(), Some("text/html; charset=utf-8"));
+    assert!(html.contains("发消息到 产品周会"), "{html}");
+    assert!(html.contains(&message_id));
+    assert!(
+        html.contains("class=\"btn primary\" data-name=\"approve\""),
+        "{html}"
+    );
+    let (status, _, one) = page(format!("/_emulator/cards/{message_id}/preview")).await;
+    assert_eq!(status, 200);
+    assert!(one.contains("拒绝理由（可选）"), "{one}");
+    let (status, _, _) = page("/_emulator/cards/om_none/preview".to_owned()).await;
+    assert_eq!(status, 404);
+
+    let draft = http
+        .post(format!("{}/_emulator/cards/preview", emulator.base_url()))
+        .body(json!({"schema": "2.0", "body": {"elements": [{"tag": "note"}]}}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(draft.status().as_u16(), 400);
+    assert!(draft.text().await.unwrap().contains("200861"));
+}

@@ -7,6 +7,7 @@
 //! and [`faults`] the injected failures and rate limits.
 
 pub mod api;
+mod card_preview;
 pub mod cards;
 pub mod console;
 mod datetime;
@@ -255,6 +256,7 @@ impl FeishuEmulator {
             .route("/_emulator/cards/{message_id}", get(api::bot::get_card))
             .merge(console::routes())
             .merge(longconn::routes())
+            .merge(card_preview::routes())
             .fallback(api::not_found)
             .layer(axum::middleware::from_fn(api::stamp_logid))
             .with_state(shared.clone());
