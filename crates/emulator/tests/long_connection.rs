@@ -641,3 +641,31 @@ async fn connect_to(
         Err(e) => panic!("{e}"),
     }
 }
+
+#[tokio::test]
+async fn a_click_while_another_connection_closes_reaches_the_open_one() {
+    // The app's "Check connection" opens a connection and closes it at once, while its real one
+    // stays open: a click at that moment must not be lost on the closing one.
+    let (emulator, app, message_id) = with_card(Reply::Answer(json!({}))).await;
+    for round in 0..20 {
+        let (url, _) = endpoint_url(&emulator).await;
+        let mut probe = connect_to(&url).await.unwrap();
+        assert!(
+            emulator
+                .wait_for_long_connections(APP, 2, Duration::from_secs(5))
+                .await
+        );
+        probe.close(None).await.unwrap();
+        let outcome = emulator
+            .click_card(
+                &message_id,
+                Click {
+                    timeout_ms: Some(2000),
+                    ..approve()
+                },
+            )
+            .await;
+        assert!(outcome.is_ok(), "round {round}: {outcome:?}");
+    }
+    assert_eq!(app.received.lock().unwrap().len(), 20);
+}

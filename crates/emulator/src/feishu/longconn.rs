@@ -115,8 +115,8 @@ pub(crate) struct LongConnState {
     next_id: u64,
     connections: Vec<Connection>,
     tickets: HashMap<String, Ticket>,
-    /// Frame `message_id` → who waits for the client's answer.
-    pending: HashMap<String, oneshot::Sender<Vec<u8>>>,
+    /// Frame `message_id` → the connection it went to, and who waits for the client's answer.
+    pending: HashMap<String, (u64, oneshot::Sender<Vec<u8>>)>,
     /// Apps that have not turned on receiving callbacks through the long connection.
     off: HashSet<String>,
     /// Milliseconds until which the endpoint and new connections are refused.
@@ -324,6 +324,17 @@ async fn serve_socket(
 ) {
     loop {
         tokio::select! {
+            // What the client sent first: a connection it has closed gets no more callbacks.
+            biased;
+            incoming = socket.recv() => match incoming {
+                Some(Ok(WsMessage::Binary(bytes))) => {
+                    if let Some(reply) = on_frame(&shared, id, &bytes) {
+                        let _ = socket.send(WsMessage::Binary(reply.into())).await;
+                    }
+                }
+                Some(Ok(WsMessage::Close(_))) | None | Some(Err(_)) => break,
+                Some(Ok(_)) => {}
+            },
             out = rx.recv() => match out {
                 Some(Outgoing::Frame(bytes)) => {
                     if socket.send(WsMessage::Binary(bytes.into())).await.is_err() {
@@ -335,18 +346,15 @@ async fn serve_socket(
                     break;
                 }
             },
-            incoming = socket.recv() => match incoming {
-                Some(Ok(WsMessage::Binary(bytes))) => {
-                    if let Some(reply) = on_frame(&shared, id, &bytes) {
-                        let _ = socket.send(WsMessage::Binary(reply.into())).await;
-                    }
-                }
-                Some(Ok(WsMessage::Close(_))) | None | Some(Err(_)) => break,
-                Some(Ok(_)) => {}
-            },
         }
     }
-    shared.lock().longconn.connections.retain(|c| c.id != id);
+    let mut state = shared.lock();
+    let lc = &mut state.longconn;
+    lc.connections.retain(|c| c.id != id);
+    // Callbacks this connection took and never answered (queued, or written as the client
+    // closed): dropping their waiters sends them to another open connection, as Feishu pushes
+    // again what a connection did not acknowledge.
+    lc.pending.retain(|_, (conn, _)| *conn != id);
 }
 
 /// A frame from the client: a ping (answered with a pong) or the answer to a data frame.
@@ -364,7 +372,7 @@ fn on_frame(shared: &Shared, id: u64, bytes: &[u8]) -> Option<Vec<u8>> {
     }
     if frame.method == METHOD_DATA
         && let Some(message_id) = frame.header(header::MESSAGE_ID)
-        && let Some(waiter) = lc.pending.remove(message_id)
+        && let Some((_, waiter)) = lc.pending.remove(message_id)
     {
         let _ = waiter.send(frame.payload.unwrap_or_default());
     }
@@ -576,6 +584,61 @@ pub(crate) async fn replay(shared: &Shared, timeout: Duration) -> Result<ClickOu
     deliver(shared, &last.app_id, &last.message_id, payload, timeout).await
 }
 
+/// Queues the callback `bytes` on one open connection of `app_id` (not one of `dead`), split in
+/// parts if asked; answers the connection's id.
+fn send_callback(
+    shared: &Shared,
+    app_id: &str,
+    message_id: &str,
+    bytes: &[u8],
+    frame_id: &str,
+    waiter: oneshot::Sender<Vec<u8>>,
+    dead: &[u64],
+) -> Result<u64, ClickError> {
+    let mut state = shared.lock();
+    let lc = &mut state.longconn;
+    let open: Vec<&Connection> = lc
+        .connections
+        .iter()
+        .filter(|c| c.app_id == app_id && !dead.contains(&c.id))
+        .collect();
+    // Cluster mode: each message goes to one connection picked at random.
+    let Some(conn) = (!open.is_empty()).then(|| open[rand_u32() as usize % open.len()]) else {
+        return Err(ClickError::NotConnected(app_id.to_owned()));
+    };
+    let (conn_id, service, sender) = (conn.id, conn.service_id, conn.tx.clone());
+    let part_size = lc.part_size.unwrap_or(usize::MAX).max(1);
+    let parts: Vec<&[u8]> = if bytes.is_empty() {
+        vec![bytes]
+    } else {
+        bytes.chunks(part_size).collect()
+    };
+    let trace_id = uuid::Uuid::new_v4().to_string();
+    lc.pending.insert(frame_id.to_owned(), (conn_id, waiter));
+    for (seq, part) in parts.iter().enumerate() {
+        lc.next_seq += 1;
+        let mut frame = Frame::control(kind::EVENT, service);
+        frame.method = METHOD_DATA;
+        frame.seq_id = lc.next_seq;
+        frame.log_id = u64::from(rand_u32());
+        frame.set_header(header::MESSAGE_ID, frame_id);
+        frame.set_header(header::SUM, parts.len().to_string());
+        frame.set_header(header::SEQ, seq.to_string());
+        frame.set_header(header::TRACE_ID, trace_id.clone());
+        frame.payload = Some(part.to_vec());
+        if sender.send(Outgoing::Frame(frame.to_bytes())).is_err() {
+            // Its socket task has ended: the waiter goes, and the caller tries another.
+            lc.pending.remove(frame_id);
+        }
+    }
+    lc.last = Some(Delivered {
+        app_id: app_id.to_owned(),
+        message_id: message_id.to_owned(),
+        payload: bytes.to_vec(),
+    });
+    Ok(conn_id)
+}
+
 async fn deliver(
     shared: &Shared,
     app_id: &str,
@@ -584,58 +647,27 @@ async fn deliver(
     timeout: Duration,
 ) -> Result<ClickOutcome, ClickError> {
     let bytes = serde_json::to_vec(&payload).unwrap_or_default();
-    let frame_id = uuid::Uuid::new_v4().to_string();
-    let (tx, rx) = oneshot::channel();
-    {
-        let mut state = shared.lock();
-        let lc = &mut state.longconn;
-        let open: Vec<&Connection> = lc
-            .connections
-            .iter()
-            .filter(|c| c.app_id == app_id)
-            .collect();
-        // Cluster mode: each message goes to one connection picked at random.
-        let Some(conn) = (!open.is_empty()).then(|| open[rand_u32() as usize % open.len()]) else {
-            return Err(ClickError::NotConnected(app_id.to_owned()));
-        };
-        let (service, sender) = (conn.service_id, conn.tx.clone());
-        let part_size = lc.part_size.unwrap_or(usize::MAX).max(1);
-        let parts: Vec<&[u8]> = if bytes.is_empty() {
-            vec![&bytes[..]]
-        } else {
-            bytes.chunks(part_size).collect()
-        };
-        let trace_id = uuid::Uuid::new_v4().to_string();
-        lc.pending.insert(frame_id.clone(), tx);
-        for (seq, part) in parts.iter().enumerate() {
-            lc.next_seq += 1;
-            let mut frame = Frame::control(kind::EVENT, service);
-            frame.method = METHOD_DATA;
-            frame.seq_id = lc.next_seq;
-            frame.log_id = u64::from(rand_u32());
-            frame.set_header(header::MESSAGE_ID, frame_id.clone());
-            frame.set_header(header::SUM, parts.len().to_string());
-            frame.set_header(header::SEQ, seq.to_string());
-            frame.set_header(header::TRACE_ID, trace_id.clone());
-            frame.payload = Some(part.to_vec());
-            let _ = sender.send(Outgoing::Frame(frame.to_bytes()));
-        }
-        lc.last = Some(Delivered {
-            app_id: app_id.to_owned(),
-            message_id: message_id.to_owned(),
-            payload: bytes.clone(),
-        });
-    }
     let event_id = payload["header"]["event_id"]
         .as_str()
         .unwrap_or_default()
         .to_owned();
-    let answered = tokio::time::timeout(timeout, rx).await;
-    let Ok(Ok(answer)) = answered else {
-        shared.lock().longconn.pending.remove(&frame_id);
-        return Err(ClickError::Timeout(
-            u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
-        ));
+    let deadline = tokio::time::Instant::now() + timeout;
+    let timed_out = || ClickError::Timeout(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX));
+    // Connections found closed before the callback went out.
+    let mut dead: Vec<u64> = Vec::new();
+    let answer = loop {
+        let frame_id = uuid::Uuid::new_v4().to_string();
+        let (tx, rx) = oneshot::channel();
+        let conn_id = send_callback(shared, app_id, message_id, &bytes, &frame_id, tx, &dead)?;
+        match tokio::time::timeout_at(deadline, rx).await {
+            Ok(Ok(answer)) => break answer,
+            // The connection closed with the callback still queued: try another.
+            Ok(Err(_)) => dead.push(conn_id),
+            Err(_) => {
+                shared.lock().longconn.pending.remove(&frame_id);
+                return Err(timed_out());
+            }
+        }
     };
     let answer: Value = serde_json::from_slice(&answer).unwrap_or(Value::Null);
     let code = answer["code"].as_i64().unwrap_or(0);
