@@ -34,8 +34,8 @@ pub use content::{
 pub use context::{CallbackContext, ToolContext};
 pub use engine::autonomy::Autonomy;
 pub use engine::{
-    Decision, Engine, EngineConfig, EngineError, EngineEvent, RecoveryReport, Settlement,
-    TurnOutcome, WaitingCalls,
+    Decision, DecisionSource, Engine, EngineConfig, EngineError, EngineEvent, RecoveryReport,
+    Settlement, TurnOutcome, WaitingCalls, decided_by_user,
 };
 pub use event::{Event, EventActions, USER_AUTHOR, now_millis};
 pub use http::{ExternalResponse, HttpMethod, StatusError};

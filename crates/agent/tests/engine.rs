@@ -1563,3 +1563,6 @@ mod autonomy;
 
 #[path = "engine/swap.rs"]
 mod swap;
+
+#[path = "engine/source.rs"]
+mod source;

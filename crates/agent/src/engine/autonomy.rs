@@ -168,7 +168,7 @@ impl Engine {
                 c.requires_approval
                     && c.outcome == Some(ToolOutcome::Completed)
                     && c.decision.as_ref().is_some_and(|d| {
-                        d.decided_by == "user"
+                        super::decided_by_user(&d.decided_by)
                             && matches!(d.verdict, Verdict::Approved | Verdict::ApprovedEdited)
                     })
             })

@@ -7,7 +7,8 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    Decision, Engine, EngineError, PREVIEW_TIMEOUT, SessionGuard, Turn, TurnOutcome, args_hash,
+    Decision, DecisionSource, Engine, EngineError, PREVIEW_TIMEOUT, SessionGuard, Turn,
+    TurnOutcome, args_hash,
 };
 use crate::event::EventActions;
 use crate::persist::{
@@ -51,12 +52,26 @@ impl Engine {
         Ok((guard, call, inv))
     }
 
-    /// Decides a call held for approval and moves its turn on.
+    /// Decides a call held for approval, in the app, and moves its turn on.
     pub async fn decide(
         &self,
         call_id: &str,
         decision: Decision,
     ) -> Result<TurnOutcome, EngineError> {
+        self.decide_from(call_id, decision, DecisionSource::App)
+            .await
+    }
+
+    /// Decides a call held for approval from `source` and moves its turn on. Whichever surface
+    /// comes first wins: the call is read again under its session's lock, and a call no longer
+    /// waiting is [`EngineError::NotPending`].
+    pub async fn decide_from(
+        &self,
+        call_id: &str,
+        decision: Decision,
+        source: DecisionSource,
+    ) -> Result<TurnOutcome, EngineError> {
+        let actor = source.actor();
         let (mut guard, mut call, inv) = self
             .held_call(call_id, &[CallStatus::AwaitingApproval])
             .await?;
@@ -124,7 +139,7 @@ impl Engine {
         };
         call.decision = Some(ApprovalDecision {
             verdict,
-            decided_by: "user".to_owned(),
+            decided_by: actor.to_owned(),
             decided_at: now,
             reason: reason.clone(),
             args_hash: (verdict != Verdict::Rejected).then(|| args_hash(&call.args)),
@@ -139,8 +154,8 @@ impl Engine {
             s,
             Some(&call),
             kind,
-            "user",
-            json!({"args": call.args, "original_args": call.original_args, "reason": reason}),
+            actor,
+            json!({"args": call.args, "original_args": call.original_args, "reason": reason, "via": source.name()}),
         ));
         if verdict == Verdict::Rejected {
             let text = match &reason {

@@ -112,7 +112,8 @@ impl Engine {
         // through, the write is not sent.
         let approved_late = call.requires_approval
             && call.decision.as_ref().is_some_and(|d| {
-                d.decided_by == "user" && call.expires_at.is_some_and(|at| d.decided_at >= at)
+                super::decided_by_user(&d.decided_by)
+                    && call.expires_at.is_some_and(|at| d.decided_at >= at)
             });
         let result: ToolReturn = if approved_late {
             ToolResult::new(ToolOutcome::Cancelled)

@@ -115,6 +115,39 @@ pub enum Decision {
     },
 }
 
+/// Where the user decided a held call: the audit and the call's `decided_by` say so.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum DecisionSource {
+    /// In the app's window (or its CLI): `decided_by` is `user`.
+    #[default]
+    App,
+    /// On the app's card in Feishu, over the long connection: `decided_by` is `user:feishu`.
+    Feishu,
+}
+
+impl DecisionSource {
+    /// The call's `decided_by` and the audit entry's actor.
+    pub fn actor(self) -> &'static str {
+        match self {
+            DecisionSource::App => "user",
+            DecisionSource::Feishu => "user:feishu",
+        }
+    }
+
+    /// The audit detail's `via`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DecisionSource::App => "app",
+            DecisionSource::Feishu => "feishu",
+        }
+    }
+}
+
+/// Whether `decided_by` names the user, wherever they decided (`user`, `user:feishu`).
+pub fn decided_by_user(decided_by: &str) -> bool {
+    decided_by == "user" || decided_by.starts_with("user:")
+}
+
 /// What a new message does to the approvals (and sign-ins) still waiting in its conversation.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum WaitingCalls {
