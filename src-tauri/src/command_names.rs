@@ -35,6 +35,7 @@ pub const COMMANDS: &[&str] = &[
     "install_update",
     "restart_to_update",
     "check_connection",
+    "remote_approval_status",
     "set_autonomy",
     "check_edit",
     "list_models",

@@ -76,6 +76,7 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         crate::updates::install_update,
         crate::updates::restart_to_update,
         check_connection,
+        remote_approval_status,
         set_autonomy,
         check_edit,
         list_models,
@@ -354,6 +355,14 @@ async fn set_model_key(shell: State<'_, Shell>, preset: String, key: String) -> 
 #[tauri::command]
 async fn check_connection(shell: State<'_, Shell>) -> Answer<CheckView> {
     Ok(shell.companion().await?.check_connection().await)
+}
+
+/// Where approving from Feishu stands: the long connection, cards queued and waiting.
+#[tauri::command]
+async fn remote_approval_status(
+    shell: State<'_, Shell>,
+) -> Answer<companion::remote_approval::RemoteApprovalView> {
+    Ok(shell.companion().await?.remote_approval_view())
 }
 
 /// Sets how writes are treated in a conversation (ask, allow what it touches for 30 minutes,

@@ -54,6 +54,10 @@ fn handle<R: Runtime>(app: &AppHandle<R>, companion: &Companion, event: &UiEvent
     {
         signin::finished(app, &shell);
     }
+    // "Open in app" on a card in Feishu: the window comes forward, and the UI shows the call.
+    if let UiEvent::OpenCall { .. } = event {
+        crate::windows::show_main(app);
+    }
     if let Some(view) = UiEventView::from_event(event) {
         if let UiEventView::Call { call } = &view {
             shell.tray_dirty.notify_one();

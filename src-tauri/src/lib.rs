@@ -68,6 +68,12 @@ pub fn configure<R: Runtime>(builder: Builder<R>, shell: Shell) -> Builder<R> {
         .on_window_event(|window, event| {
             let app = window.app_handle();
             let shell = app.state::<Shell>();
+            // "Away" for approving from Feishu counts from when the main window lost focus.
+            if let (windows::MAIN, WindowEvent::Focused(focused)) = (window.label(), event)
+                && let Some(companion) = shell.companion_now()
+            {
+                companion.window_focus_changed(*focused);
+            }
             match (window.label(), event) {
                 (windows::MAIN, WindowEvent::Focused(true)) => notify::on_main_focused(app, &shell),
                 // The sign-in window must not outlive the app's own window.

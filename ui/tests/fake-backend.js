@@ -31,6 +31,7 @@
     approval_expiry_minutes: 1440,
     time_zone: '',
     check_for_updates: true,
+    remote_approval: { enabled: false, when: 'away', away_minutes: 10 },
   };
   let secretSet = false;
   const keys = { deepseek: false, openai: true };

@@ -35,7 +35,7 @@ pub use context::{CallbackContext, ToolContext};
 pub use engine::autonomy::Autonomy;
 pub use engine::{
     Decision, DecisionSource, Engine, EngineConfig, EngineError, EngineEvent, RecoveryReport,
-    Settlement, TurnOutcome, WaitingCalls, decided_by_user,
+    Settlement, TurnOutcome, WaitingCalls, args_hash, decided_by_user,
 };
 pub use event::{Event, EventActions, USER_AUTHOR, now_millis};
 pub use http::{ExternalResponse, HttpMethod, StatusError};

@@ -21,7 +21,8 @@ const CHECK_TIMEOUT: Duration = Duration::from_secs(20);
 /// One part of the connection, checked.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
 pub struct CheckItemView {
-    /// `feishu_app`, `redirect_port` or `model`.
+    /// `feishu_app`, `redirect_port`, `model`; with approving from Feishu on, also
+    /// `feishu_bot`, `feishu_bot_scope` and `feishu_long_connection`.
     pub part: String,
     /// Whether it works.
     pub ok: bool,
@@ -56,9 +57,12 @@ impl Companion {
             self.check_redirect_port(),
             self.check_model()
         );
-        CheckView {
-            items: vec![feishu, port, model],
+        let mut items = vec![feishu, port, model];
+        // Approving from Feishu needs more of the app: checked once it is turned on.
+        if self.settings().remote_approval.enabled {
+            items.extend(self.check_remote_approval().await);
         }
+        CheckView { items }
     }
 
     async fn check_feishu_app(&self) -> CheckItemView {

@@ -33,6 +33,11 @@ pub enum UiEvent {
     Engine(Box<EngineEvent>),
     /// A sign-in moved on.
     SignIn(SignInStatus),
+    /// "Open in app" was pressed on a call's card in Feishu: show the app at that call.
+    OpenCall {
+        /// The call.
+        call_id: String,
+    },
 }
 
 /// Where a sign-in stands.
@@ -152,6 +157,8 @@ struct Inner {
     python: Arc<crate::python::PythonTools>,
     /// What that Python reaches outside the sandbox; re-attached to each new runtime.
     python_host: Arc<crate::python::host::AppHost>,
+    /// Approving from Feishu (see [`crate::remote_approval`]).
+    remote: Arc<crate::remote_approval::Remote>,
 }
 
 /// The app, without its window: everything the UI, the tests and a CLI drive.
@@ -231,6 +238,7 @@ impl Companion {
                 titles: Mutex::default(),
                 python,
                 python_host,
+                remote: Arc::default(),
             }),
         };
         companion.forward_engine_events(&runtime.engine);
@@ -243,6 +251,7 @@ impl Companion {
         }
         // In the background: never delays the first window (issue 16).
         companion.start_python();
+        companion.start_remote_approval();
         Ok(companion)
     }
 
@@ -579,6 +588,7 @@ impl Companion {
             },
             None => None,
         };
+        self.wake_remote_approval();
         if let Err(e) = self.engine().auth_completed(&account.scopes).await {
             tracing::warn!(error = %e, "resuming calls after sign-in failed");
         }
@@ -591,6 +601,18 @@ impl Companion {
             scopes: account.scopes,
             switched_from,
         }
+    }
+
+    /// Approving from Feishu (for its own module).
+    pub(crate) fn remote(&self) -> Arc<crate::remote_approval::Remote> {
+        self.inner.remote.clone()
+    }
+
+    /// Asks the window to show a call ("Open in app" on its card in Feishu).
+    pub(crate) fn emit_open_call(&self, call_id: &str) {
+        let _ = self.inner.events.send(UiEvent::OpenCall {
+            call_id: call_id.to_owned(),
+        });
     }
 
     /// Tells the UI where a sign-in stands.
@@ -645,6 +667,8 @@ impl Companion {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let rebuild = runtime::needs_rebuild(&current, &settings);
         *current = settings;
+        drop(current);
+        self.wake_remote_approval();
         Ok(rebuild)
     }
 

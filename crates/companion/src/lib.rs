@@ -22,6 +22,7 @@ pub mod paths;
 pub mod person;
 pub mod python;
 mod readable;
+pub mod remote_approval;
 pub mod resources;
 pub mod runtime;
 pub mod settings;

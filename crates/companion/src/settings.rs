@@ -104,6 +104,8 @@ pub struct Settings {
     pub check_for_updates: bool,
     /// The assistant as the user shaped it: instruction, built-in tools, Python files.
     pub assistant: crate::assistant::AssistantSettings,
+    /// Approving from Feishu: cards from the app's bot, decided over the long connection.
+    pub remote_approval: crate::remote_approval::RemoteApprovalSettings,
 }
 
 impl Default for Settings {
@@ -117,6 +119,7 @@ impl Default for Settings {
             time_zone: String::new(),
             check_for_updates: true,
             assistant: crate::assistant::AssistantSettings::default(),
+            remote_approval: crate::remote_approval::RemoteApprovalSettings::default(),
         }
     }
 }
@@ -188,6 +191,11 @@ fn accepted(field: &str) -> Option<String> {
         "approval_expiry_minutes" => {
             format!("it must be a whole number of minutes from 1 to {MAX_APPROVAL_EXPIRY_MINUTES}")
         }
+        "remote_approval.away_minutes" => format!(
+            "it must be a whole number of minutes from 1 to {}",
+            crate::remote_approval::MAX_AWAY_MINUTES
+        ),
+        "remote_approval.when" => "it must be \"always\" or \"away\"".to_owned(),
         "time_zone" => {
             "it must be empty (the system's) or a time zone name such as \"Asia/Shanghai\""
                 .to_owned()
@@ -233,7 +241,7 @@ impl Settings {
             if !value.is_object() {
                 return Err("it must hold one JSON object of settings".to_owned());
             }
-            for section in ["model", "feishu"] {
+            for section in ["model", "feishu", "remote_approval"] {
                 if value.get(section).is_some_and(|v| !v.is_object()) {
                     return Err(format!("{section}: it must be an object"));
                 }
@@ -282,6 +290,14 @@ impl Settings {
         }
         if !self.time_zone.is_empty() && jiff::tz::TimeZone::get(&self.time_zone).is_err() {
             return Err(refuse("time_zone", format!("{:?}", self.time_zone)));
+        }
+        if !(1..=crate::remote_approval::MAX_AWAY_MINUTES)
+            .contains(&self.remote_approval.away_minutes)
+        {
+            return Err(refuse(
+                "remote_approval.away_minutes",
+                self.remote_approval.away_minutes.to_string(),
+            ));
         }
         Ok(())
     }
@@ -335,7 +351,12 @@ mod tests {
     fn a_bad_settings_file_names_the_file_the_field_and_what_it_accepts() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("settings.json");
-        let cases: [(&[u8], &str, &str); 11] = [
+        let cases: [(&[u8], &str, &str); 12] = [
+            (
+                br#"{"remote_approval": {"enabled": true, "away_minutes": 0}}"#,
+                "remote_approval.away_minutes",
+                "from 1 to 1440",
+            ),
             (
                 br#"{"feishu": {"redirect_port": 80}}"#,
                 "feishu.redirect_port",

@@ -779,6 +779,11 @@ pub enum UiEventView {
         /// Where it stands.
         status: SignInView,
     },
+    /// Show this call ("Open in app" on its card in Feishu).
+    OpenCall {
+        /// The call.
+        call_id: String,
+    },
 }
 
 impl UiEventView {
@@ -788,6 +793,9 @@ impl UiEventView {
         match event {
             crate::UiEvent::SignIn(status) => Some(UiEventView::SignIn {
                 status: status.into(),
+            }),
+            crate::UiEvent::OpenCall { call_id } => Some(UiEventView::OpenCall {
+                call_id: call_id.clone(),
             }),
             crate::UiEvent::Engine(e) => match &**e {
                 EngineEvent::Event { session_id, event } if event.partial => {

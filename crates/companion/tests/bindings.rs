@@ -50,6 +50,7 @@ fn generate(dir: &Path) {
         companion::python::view::AssistantInput,
         companion::python::view::PythonRunView,
         companion::python::view::CallbackTryView,
+        companion::remote_approval::RemoteApprovalView,
     );
 }
 

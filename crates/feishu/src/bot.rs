@@ -174,7 +174,8 @@ impl BotClient {
         card: &Value,
         uuid: &str,
     ) -> Result<String, ApiError> {
-        IdKind::OpenId.check("open_id", open_id)?;
+        // The open_id comes from Feishu's own sign-in answer and goes in the body, never the
+        // path: not checked against the shape of ids the model passes.
         let body = json!({
             "receive_id": open_id,
             "msg_type": "interactive",
@@ -195,6 +196,29 @@ impl BotClient {
             .and_then(Value::as_str)
             .map(str::to_owned)
             .ok_or_else(|| ApiError::Malformed("no message_id in the answer".into()))
+    }
+
+    /// Whether the app may send messages as its bot, without sending one: a message to nobody
+    /// is refused for a missing scope first ([`ApiError::ScopeNotEnabled`]) and otherwise for
+    /// its missing receiver, which answers `Ok`.
+    pub async fn probe_send_scope(&self) -> Result<(), ApiError> {
+        // Credentials that fail fail here, not as a refused message.
+        self.tenant_token().await?;
+        let body = json!({"receive_id": "", "msg_type": "text", "content": "{}"});
+        match self
+            .send(
+                Method::POST,
+                &ApiPath::new("im/v1/messages"),
+                &[("receive_id_type", "open_id".to_owned())],
+                Some(&body),
+                true,
+            )
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(ApiError::Feishu { code, .. }) if !TOKEN_INVALID.contains(&code) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     /// Replaces the content of a card the bot sent (`PATCH im/v1/messages/:message_id`).

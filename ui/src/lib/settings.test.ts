@@ -7,6 +7,7 @@ const base: Settings = {
   feishu: { brand: 'feishu', app_id: '', redirect_port: 53682 }, approval_expiry_minutes: 1440, time_zone: '',
   check_for_updates: true,
   assistant: { instruction: null, disabled_tools: [], python_files: {} },
+  remote_approval: { enabled: false, when: 'away', away_minutes: 10 },
 };
 describe('settings checks', () => {
   it('accepts the defaults', () => {

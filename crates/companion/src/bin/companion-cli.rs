@@ -291,6 +291,9 @@ async fn print_events(mut events: tokio::sync::broadcast::Receiver<UiEvent>) {
                 println!("\n… 登录在浏览器中继续 / the sign-in continues in your browser")
             }
             UiEvent::SignIn(SignInStatus::Waiting { .. }) => {}
+            UiEvent::OpenCall { call_id } => {
+                println!("\n◆ 飞书中点了「在应用中打开」/ opened from Feishu: {call_id}")
+            }
         }
     }
 }

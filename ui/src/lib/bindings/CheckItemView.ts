@@ -6,7 +6,8 @@ import type { Text } from "./Text";
  */
 export type CheckItemView = { 
 /**
- * `feishu_app`, `redirect_port` or `model`.
+ * `feishu_app`, `redirect_port`, `model`; with approving from Feishu on, also
+ * `feishu_bot`, `feishu_bot_scope` and `feishu_long_connection`.
  */
 part: string, 
 /**

@@ -3,6 +3,7 @@ import type { AssistantSettings } from "./AssistantSettings";
 import type { FeishuSettings } from "./FeishuSettings";
 import type { Language } from "./Language";
 import type { ModelSettings } from "./ModelSettings";
+import type { RemoteApprovalSettings } from "./RemoteApprovalSettings";
 import type { Theme } from "./Theme";
 
 /**
@@ -40,4 +41,8 @@ check_for_updates: boolean,
 /**
  * The assistant as the user shaped it: instruction, built-in tools, Python files.
  */
-assistant: AssistantSettings, };
+assistant: AssistantSettings, 
+/**
+ * Approving from Feishu: cards from the app's bot, decided over the long connection.
+ */
+remote_approval: RemoteApprovalSettings, };

@@ -50,4 +50,8 @@ status: string, } | { "type": "sign_in",
 /**
  * Where it stands.
  */
-status: SignInView, };
+status: SignInView, } | { "type": "open_call", 
+/**
+ * The call.
+ */
+call_id: string, };

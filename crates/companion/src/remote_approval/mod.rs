@@ -1,0 +1,435 @@
+//! Approve from Feishu: what waits for approval in the app reaches the user as an interactive
+//! card from the app's bot in Feishu, and a tap there decides it, with the app's guarantees.
+//!
+//! The app stays the engine; Feishu is a second window onto its inbox. Cards go out (as the bot,
+//! to the signed-in user's open_id) when the setting is on and, in "away" mode, once the app's
+//! window has been unfocused for the chosen minutes (window focus, which every platform reports;
+//! system-wide idle time is not asked for). Clicks come back over Feishu's long connection
+//! ([`feishu::longconn`]), so no public URL is needed; see [`callback`] for what a click must
+//! carry to be accepted. Once a call is no longer waiting — decided here or there, expired,
+//! superseded — its card is updated: what became of it, by whom, when, without buttons.
+//!
+//! One loop ([`Companion::remote_sync`]) makes Feishu match the app: woken by every call change
+//! and every few seconds, it sends what is missing and updates what changed. What fails (Feishu
+//! unreachable, an outage) stays to do and is tried again on the next round, so nothing is lost
+//! while the status in Settings says what is queued. At most [`MAX_OPEN_CARDS`] cards wait in
+//! the chat at once; the rest follow as those are decided, so a burst of writes does not flood
+//! the chat.
+
+pub mod callback;
+pub mod card;
+mod link;
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use agent::CallStatus;
+use agent::persist::EngineStore as _;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+use ts_rs::TS;
+
+use crate::core::{Companion, lock};
+use crate::view::CallView;
+
+/// Cards waiting for a decision in the chat at once.
+pub const MAX_OPEN_CARDS: usize = 5;
+/// How often the loop runs when nothing wakes it.
+const TICK: Duration = Duration::from_secs(5);
+
+/// When cards go to Feishu.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum RemoteWhen {
+    /// For every call held for approval.
+    Always,
+    /// Only once the app's window has been unfocused for `away_minutes`.
+    #[default]
+    Away,
+}
+
+/// Settings → Approve from Feishu.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(default)]
+pub struct RemoteApprovalSettings {
+    /// Off by default.
+    pub enabled: bool,
+    /// Always, or when away.
+    pub when: RemoteWhen,
+    /// Minutes the window must have been unfocused (in "away" mode).
+    pub away_minutes: u32,
+}
+
+impl Default for RemoteApprovalSettings {
+    fn default() -> Self {
+        RemoteApprovalSettings {
+            enabled: false,
+            when: RemoteWhen::Away,
+            away_minutes: 10,
+        }
+    }
+}
+
+/// The most minutes "away" may be set to: a day.
+pub const MAX_AWAY_MINUTES: u32 = 24 * 60;
+
+/// Where approving from Feishu stands, for Settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct RemoteApprovalView {
+    /// `off`, `not_signed_in`, `connecting`, `connected`, `reconnecting`, `stopped`.
+    pub state: String,
+    /// What went wrong last (connection or sending), in Feishu's words.
+    pub error: Option<String>,
+    /// Cards waiting to be sent or updated (Feishu unreachable, or the chat's cap reached).
+    pub queued: u32,
+    /// Cards in the chat that still wait for a decision.
+    pub open_cards: u32,
+    /// Whether cards go out now (always, or the user has been away long enough).
+    pub sending: bool,
+}
+
+/// One call's card in Feishu.
+#[derive(Debug, Clone, Default)]
+struct CardState {
+    /// The message, once sent.
+    message_id: Option<String>,
+    /// The final state (decided, expired…) is shown: nothing more to do.
+    done: bool,
+}
+
+/// The app's side of approving from Feishu; lives as long as the app.
+#[derive(Default)]
+pub(crate) struct Remote {
+    state: Mutex<RemoteState>,
+    /// One round of the loop at a time.
+    round: tokio::sync::Mutex<()>,
+    /// Wakes the loop.
+    wake: tokio::sync::Notify,
+}
+
+#[derive(Default)]
+struct RemoteState {
+    cards: HashMap<String, CardState>,
+    /// When the window lost focus (`None`: it has focus). The app starts as if it had just
+    /// lost it, so a headless app counts as away after the chosen minutes.
+    unfocused_since: Option<Instant>,
+    focus_known: bool,
+    link: Option<link::Link>,
+    last_error: Option<String>,
+    queued: u32,
+    sending: bool,
+    signed_in: bool,
+}
+
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote").finish_non_exhaustive()
+    }
+}
+
+/// Whether cards go out now: always, or after `away_minutes` without the window's focus.
+pub fn sending_now(settings: &RemoteApprovalSettings, unfocused_for: Option<Duration>) -> bool {
+    settings.enabled
+        && match settings.when {
+            RemoteWhen::Always => true,
+            RemoteWhen::Away => unfocused_for
+                .is_some_and(|d| d >= Duration::from_secs(u64::from(settings.away_minutes) * 60)),
+        }
+}
+
+/// The `uuid` of a call's card: Feishu sends one message per uuid within an hour, so a send
+/// whose answer was lost and is tried again does not make a second card (at most 50 chars).
+fn send_uuid(call_id: &str) -> String {
+    let digest = Sha256::digest(call_id.as_bytes());
+    format!("approval-{}", &hex(&digest)[..32])
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Remote {
+    fn unfocused_for(&self) -> Option<Duration> {
+        let mut state = lock(&self.state);
+        if !state.focus_known && state.unfocused_since.is_none() {
+            state.unfocused_since = Some(Instant::now());
+        }
+        state.unfocused_since.map(|at| at.elapsed())
+    }
+}
+
+impl Companion {
+    /// The window gained or lost focus (the shell calls this): "away" counts from the moment
+    /// it lost it.
+    pub fn window_focus_changed(&self, focused: bool) {
+        let remote = self.remote();
+        {
+            let mut state = lock(&remote.state);
+            state.focus_known = true;
+            state.unfocused_since = match (focused, state.unfocused_since) {
+                (true, _) => None,
+                (false, Some(since)) => Some(since),
+                (false, None) => Some(Instant::now()),
+            };
+        }
+        remote.wake.notify_one();
+    }
+
+    /// Where approving from Feishu stands.
+    pub fn remote_approval_view(&self) -> RemoteApprovalView {
+        let remote = self.remote();
+        let settings = self.settings().remote_approval;
+        let state = lock(&remote.state);
+        let open_cards = state
+            .cards
+            .values()
+            .filter(|c| c.message_id.is_some() && !c.done)
+            .count() as u32;
+        let link_state = state.link.as_ref().map(|l| l.state());
+        let (name, link_error) = match (&settings.enabled, state.signed_in, link_state) {
+            (false, _, _) => ("off", None),
+            (true, false, _) => ("not_signed_in", None),
+            (true, true, None) => ("connecting", None),
+            (true, true, Some(s)) => link::state_name(&s),
+        };
+        RemoteApprovalView {
+            state: name.to_owned(),
+            error: link_error.or_else(|| state.last_error.clone()),
+            queued: state.queued,
+            open_cards,
+            sending: state.sending,
+        }
+    }
+
+    /// Starts the loop that keeps Feishu's cards in step with the app (once per app).
+    pub(crate) fn start_remote_approval(&self) {
+        let weak = self.downgrade();
+        let mut events = self.subscribe();
+        let remote = self.remote();
+        // Every call change wakes the loop.
+        let waker = remote.clone();
+        tokio::spawn(async move {
+            loop {
+                match events.recv().await {
+                    Ok(crate::UiEvent::Engine(e)) if matches!(*e, agent::EngineEvent::Call(_)) => {
+                        waker.wake.notify_one();
+                    }
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
+        tokio::spawn(async move {
+            loop {
+                let Some(app) = weak.upgrade() else { return };
+                app.remote_sync().await;
+                drop(app);
+                tokio::select! {
+                    () = remote.wake.notified() => {}
+                    () = tokio::time::sleep(TICK) => {}
+                }
+            }
+        });
+    }
+
+    /// Wakes the loop now (after a settings change, a sign-in).
+    pub(crate) fn wake_remote_approval(&self) {
+        self.remote().wake.notify_one();
+    }
+
+    /// One round: the connection as the settings want it, then every card as the app's calls
+    /// are. What fails is left for the next round.
+    pub async fn remote_sync(&self) {
+        let remote = self.remote();
+        let _round = remote.round.lock().await;
+        let settings = self.settings().remote_approval;
+        if !settings.enabled {
+            let link = {
+                let mut state = lock(&remote.state);
+                state.sending = false;
+                state.queued = 0;
+                state.link.take()
+            };
+            if let Some(link) = link {
+                link.shutdown().await;
+            }
+            return;
+        }
+        let open_id = match self.account().await {
+            Ok(Some(account)) => account.user.map(|u| u.open_id),
+            _ => None,
+        };
+        lock(&remote.state).signed_in = open_id.is_some();
+        let Some(open_id) = open_id else { return };
+        let bot = match self.ensure_link().await {
+            Ok(bot) => bot,
+            Err(e) => {
+                lock(&remote.state).last_error = Some(e.to_string());
+                return;
+            }
+        };
+        let sending = sending_now(&settings, remote.unfocused_for());
+        let mut errors = Vec::new();
+        let mut queued = 0u32;
+
+        // Cards whose call no longer waits: show what became of it.
+        let to_finish: Vec<(String, Option<String>)> = lock(&remote.state)
+            .cards
+            .iter()
+            .filter(|(_, c)| !c.done)
+            .map(|(id, c)| (id.clone(), c.message_id.clone()))
+            .collect();
+        let store = self.store();
+        for (call_id, message_id) in to_finish {
+            let record = match store.call(&call_id) {
+                Ok(Some(record)) => record,
+                Ok(None) => {
+                    lock(&remote.state).cards.remove(&call_id);
+                    continue;
+                }
+                Err(e) => {
+                    errors.push(e.to_string());
+                    continue;
+                }
+            };
+            if record.status == CallStatus::AwaitingApproval {
+                continue;
+            }
+            let Some(message_id) = message_id else {
+                lock(&remote.state).cards.remove(&call_id);
+                continue;
+            };
+            let card = card::final_card(&CallView::from(&record), &self.card_context(&record));
+            match bot.update_card(&message_id, &card).await {
+                Ok(()) => {
+                    if let Some(c) = lock(&remote.state).cards.get_mut(&call_id) {
+                        c.done = true;
+                    }
+                }
+                Err(e) => {
+                    queued += 1;
+                    errors.push(e.to_string());
+                }
+            }
+        }
+
+        // Calls waiting without a card: send them, up to the chat's cap.
+        if sending {
+            let waiting: Vec<agent::CallRecord> = self
+                .pending()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|c| c.status == CallStatus::AwaitingApproval)
+                .collect();
+            for record in waiting {
+                let (has_card, open) = {
+                    let state = lock(&remote.state);
+                    (
+                        state
+                            .cards
+                            .get(&record.call_id)
+                            .is_some_and(|c| c.message_id.is_some()),
+                        state
+                            .cards
+                            .values()
+                            .filter(|c| c.message_id.is_some() && !c.done)
+                            .count(),
+                    )
+                };
+                if has_card {
+                    continue;
+                }
+                if open >= MAX_OPEN_CARDS {
+                    queued += 1;
+                    continue;
+                }
+                let card =
+                    card::pending_card(&CallView::from(&record), &self.card_context(&record));
+                match bot
+                    .send_card(&open_id, &card, &send_uuid(&record.call_id))
+                    .await
+                {
+                    Ok(message_id) => {
+                        lock(&remote.state).cards.insert(
+                            record.call_id.clone(),
+                            CardState {
+                                message_id: Some(message_id),
+                                done: false,
+                            },
+                        );
+                    }
+                    Err(e) => {
+                        queued += 1;
+                        errors.push(e.to_string());
+                    }
+                }
+            }
+        }
+        let mut state = lock(&remote.state);
+        state.sending = sending;
+        state.queued = queued;
+        state.last_error = errors.pop();
+    }
+
+    /// What a card of `record` is made with: the user's language and time zone, the hash of
+    /// the arguments now.
+    fn card_context(&self, record: &agent::CallRecord) -> card::CardContext {
+        let settings = self.settings();
+        card::CardContext {
+            lang: card::Lang::of(settings.language),
+            tz: settings.tz(),
+            args_hash: agent::args_hash(&record.args),
+        }
+    }
+
+    /// Records that a call's card now shows its final state (the callback's answer did it).
+    fn card_finished(&self, call_id: &str) {
+        if let Some(c) = lock(&self.remote().state).cards.get_mut(call_id) {
+            c.done = true;
+        }
+    }
+
+    /// The message id of a call's card, if one was sent.
+    pub fn remote_card_message(&self, call_id: &str) -> Option<String> {
+        lock(&self.remote().state)
+            .cards
+            .get(call_id)
+            .and_then(|c| c.message_id.clone())
+    }
+
+    /// Checks what approving from Feishu needs, for "Check connection": the bot capability,
+    /// the scope to send as the bot, and that the long connection opens.
+    pub async fn check_remote_approval(&self) -> Vec<crate::check::CheckItemView> {
+        link::check(self).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cards_go_out_always_or_after_the_minutes_away() {
+        let mut s = RemoteApprovalSettings::default();
+        assert!(
+            !sending_now(&s, Some(Duration::from_secs(3600))),
+            "off by default"
+        );
+        s.enabled = true;
+        s.away_minutes = 10;
+        assert!(!sending_now(&s, None), "the window has focus");
+        assert!(!sending_now(&s, Some(Duration::from_secs(599))));
+        assert!(sending_now(&s, Some(Duration::from_secs(600))));
+        s.when = RemoteWhen::Always;
+        assert!(sending_now(&s, None));
+    }
+
+    #[test]
+    fn a_cards_uuid_is_stable_and_within_feishus_limit() {
+        let a = send_uuid("fc_0123456789abcdef0123456789abcdef");
+        assert_eq!(a, send_uuid("fc_0123456789abcdef0123456789abcdef"));
+        assert_ne!(a, send_uuid("fc_other"));
+        assert!(a.len() <= 50, "{a}");
+    }
+}

@@ -1,0 +1,564 @@
+//! Approving from Feishu (issue 18), end to end against the emulator: a write held in the app
+//! becomes a card from the app's bot in the user's chat, a click there (over the long
+//! connection) decides it through the engine's own decide path, and every way it can go wrong —
+//! a click after the app decided, someone else's click, a replayed or tampered callback, a lost
+//! connection, a Feishu outage — is refused or recovered with nothing decided twice.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent::{CallStatus, Decision, InvocationStatus};
+use companion::remote_approval::{RemoteApprovalSettings, RemoteWhen};
+use companion::{Companion, Demo, Settings, UiEvent};
+use emulator::feishu::longconn::{Click, ClickError, ClientConfig};
+use emulator::feishu::{BotCard, Fault};
+use serde_json::{Value, json};
+
+mod common;
+
+/// Everything a test needs: the app in demo mode with approving from Feishu on ("always"),
+/// signed in with the calendar scopes the demo's write needs, one write held for approval, and
+/// its card in the user's chat.
+struct Setup {
+    _dir: tempfile::TempDir,
+    app: Companion,
+    demo: Arc<Demo>,
+    session: String,
+    call_id: String,
+    card: BotCard,
+    user: String,
+}
+
+async fn sign_in_for(app: &Companion, scopes: &[&str]) {
+    let mut events = app.subscribe();
+    let ticket = app
+        .begin_sign_in(scopes.iter().map(|s| (*s).to_owned()).collect())
+        .await
+        .unwrap();
+    let location = emulator::feishu::press_consent(&ticket.url, true)
+        .await
+        .unwrap();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    assert!(reqwest::get(location).await.unwrap().status().is_success());
+    tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            if let UiEvent::SignIn(companion::SignInStatus::SignedIn { .. }) =
+                events.recv().await.unwrap()
+            {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("signed in");
+}
+
+async fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    for _ in 0..300 {
+        if let Some(found) = f() {
+            return found;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+async fn setup() -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = common::demo_paths(dir.path());
+    let mut settings = Settings::load(&paths.settings_file()).unwrap();
+    settings.language = companion::Language::Zh;
+    settings.remote_approval = RemoteApprovalSettings {
+        enabled: true,
+        when: RemoteWhen::Always,
+        away_minutes: 10,
+    };
+    settings.save(&paths.settings_file()).unwrap();
+    let app = common::open(paths).await;
+    let demo = app.demo().unwrap();
+    // Quick reconnects, so the tests that drop the connection need not wait Feishu's minutes.
+    demo.feishu.set_long_connection_config(ClientConfig {
+        reconnect_count: -1,
+        reconnect_interval: 1,
+        reconnect_nonce: 0,
+        ping_interval: 5,
+    });
+    sign_in_for(
+        &app,
+        &[
+            "calendar:calendar:readonly",
+            "calendar:calendar.event:create",
+            "calendar:calendar.event:update",
+        ],
+    )
+    .await;
+    let user = demo.feishu.seed().demo_user;
+    assert!(
+        demo.feishu
+            .wait_for_long_connections(companion::DEMO_APP_ID, 1, Duration::from_secs(20))
+            .await,
+        "the app opened its long connection"
+    );
+    let session = app.create_session().await.unwrap();
+    let outcome = app
+        .send_message(&session, "帮我约个产品评审会")
+        .await
+        .unwrap();
+    assert_eq!(outcome.status, InvocationStatus::Suspended);
+    let call_id = app.pending().unwrap()[0].call_id.clone();
+    let card = eventually("the card in Feishu", || {
+        demo.feishu.bot_cards(Some(&user)).into_iter().next()
+    })
+    .await;
+    Setup {
+        _dir: dir,
+        app,
+        demo,
+        session,
+        call_id,
+        card,
+        user,
+    }
+}
+
+fn status(app: &Companion, call_id: &str) -> CallStatus {
+    app.engine()
+        .pending_calls()
+        .unwrap()
+        .into_iter()
+        .find(|c| c.call_id == call_id)
+        .map_or(CallStatus::Done, |c| c.status)
+}
+
+fn has_buttons(card: &Value) -> bool {
+    card.to_string().contains("\"tag\":\"button\"")
+}
+
+fn click(name: &str) -> Click {
+    Click {
+        name: name.to_owned(),
+        ..Click::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_write_becomes_a_card_and_a_click_in_feishu_approves_it_once() {
+    let s = setup().await;
+    // The card says what the app's card says.
+    let text = s.card.card.to_string();
+    assert!(
+        text.contains("在你的日历中创建日程「产品评审会」并发送邀请"),
+        "{text}"
+    );
+    assert!(text.contains("张伟、李娜"), "the particulars: {text}");
+    assert!(text.contains("过期"), "the expiry: {text}");
+    assert_eq!(s.card.card["schema"], "2.0");
+    assert!(has_buttons(&s.card.card));
+    let mut ui = s.app.subscribe();
+
+    let outcome = s
+        .demo
+        .feishu
+        .click_card(&s.card.message_id, click("approve"))
+        .await
+        .unwrap();
+    assert_eq!(outcome.code, 200);
+    assert_eq!(
+        outcome.toast.as_ref().unwrap()["type"],
+        "success",
+        "{:?}",
+        outcome.toast
+    );
+    assert!(
+        outcome.updated,
+        "the answer's card replaced the card: {:?}",
+        outcome.card_error
+    );
+    assert!(!has_buttons(&outcome.card), "decided: no buttons left");
+    assert!(
+        outcome.card.to_string().contains("已批准 · 你（在飞书中）"),
+        "{}",
+        outcome.card
+    );
+
+    // The app heard of it at once, through the same events as its own click.
+    let heard = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            if let Ok(UiEvent::Engine(e)) = ui.recv().await
+                && let agent::EngineEvent::Call(call) = *e
+                && call.call_id == s.call_id
+                && call.decision.is_some()
+            {
+                return call;
+            }
+        }
+    })
+    .await
+    .expect("the app's card and inbox hear of the decision");
+    assert_eq!(heard.decision.unwrap().decided_by, "user:feishu");
+    eventually("the write", || {
+        (s.demo.feishu.events_created() == 1).then_some(())
+    })
+    .await;
+    let audit = s
+        .app
+        .audit(&agent::persist::AuditFilter::default())
+        .unwrap();
+    let approved = audit
+        .iter()
+        .find(|a| a.kind == "approval.approved")
+        .unwrap();
+    assert_eq!(
+        (approved.actor.as_str(), &approved.detail["via"]),
+        ("user:feishu", &json!("feishu"))
+    );
+
+    // Feishu pushes the same callback again: refused as already decided, nothing runs twice.
+    let replay = s
+        .demo
+        .feishu
+        .replay_last_callback(Duration::from_secs(3))
+        .await
+        .unwrap();
+    assert_eq!(replay.toast.unwrap()["content"], "这个请求已经处理过了。");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(s.demo.feishu.events_created(), 1, "the write happened once");
+    assert!(
+        s.app
+            .pending()
+            .unwrap()
+            .iter()
+            .all(|c| c.call_id != s.call_id),
+        "{:?}",
+        s.app.pending().unwrap()
+    );
+    let _ = s.session;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_in_the_app_updates_the_card_and_a_later_click_there_decides_nothing() {
+    let s = setup().await;
+    // The card's update fails for a while (Feishu trouble), so the card still has its buttons
+    // when the user clicks in Feishu after deciding in the app.
+    s.demo.feishu.inject_fault(
+        Fault::server_error(500)
+            .on("/open-apis/im/v1/messages/{message_id}")
+            .times(1000),
+    );
+    s.app
+        .decide(
+            &s.call_id,
+            Decision::Reject {
+                reason: Some("改天再约".into()),
+            },
+        )
+        .await
+        .unwrap();
+    eventually("the update to be queued", || {
+        (s.app.remote_approval_view().queued >= 1).then_some(())
+    })
+    .await;
+    assert!(has_buttons(
+        &s.demo.feishu.card(&s.card.message_id).unwrap().card
+    ));
+    let late = s
+        .demo
+        .feishu
+        .click_card(&s.card.message_id, click("approve"))
+        .await
+        .unwrap();
+    assert_eq!(late.toast.unwrap()["content"], "这个请求已经处理过了。");
+    assert!(
+        late.card.to_string().contains("已拒绝 · 你（在应用中）"),
+        "{}",
+        late.card
+    );
+    assert!(late.card.to_string().contains("改天再约"));
+    assert_eq!(
+        s.demo.feishu.events_created(),
+        0,
+        "the rejected write never ran"
+    );
+
+    // A second call, decided in the app while Feishu answers: its card turns to the decision.
+    s.demo.feishu.clear_faults();
+    s.app
+        .send_message(&s.session, "再约一个评审会")
+        .await
+        .unwrap();
+    let second = s.app.pending().unwrap()[0].call_id.clone();
+    let card = eventually("the second card", || {
+        s.demo.feishu.bot_cards(Some(&s.user)).into_iter().nth(1)
+    })
+    .await;
+    s.app.decide(&second, Decision::Approve).await.unwrap();
+    let updated = eventually("the second card updated", || {
+        s.demo
+            .feishu
+            .card(&card.message_id)
+            .filter(|c| !has_buttons(&c.card))
+    })
+    .await;
+    assert!(
+        updated.card.to_string().contains("已批准 · 你（在应用中）"),
+        "{}",
+        updated.card
+    );
+    assert_eq!(updated.card["header"]["template"], "green");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn someone_elses_click_a_forwarded_card_and_a_tampered_value_decide_nothing() {
+    let s = setup().await;
+    let someone = s
+        .demo
+        .feishu
+        .seed()
+        .people
+        .iter()
+        .map(|p| p.open_id.clone())
+        .find(|id| *id != s.user)
+        .unwrap();
+    let other = s
+        .demo
+        .feishu
+        .click_card(
+            &s.card.message_id,
+            Click {
+                operator_open_id: Some(someone.clone()),
+                ..click("approve")
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(other.toast.unwrap()["type"], "error");
+    assert!(has_buttons(&other.card), "the card is unchanged");
+    assert_eq!(status(&s.app, &s.call_id), CallStatus::AwaitingApproval);
+
+    // A copy forwarded to someone else cannot be clicked at all (Feishu's side).
+    let copy = s
+        .demo
+        .feishu
+        .forward_card(&s.card.message_id, &someone)
+        .unwrap();
+    assert!(matches!(
+        s.demo.feishu.click_card(&copy, click("approve")).await,
+        Err(ClickError::ForwardedNotInteractive)
+    ));
+
+    // Values that are not the card's: a wrong hash, an unknown call, no call at all.
+    for value in [
+        json!({"call_id": s.call_id, "args_hash": "0".repeat(64), "action": "approve"}),
+        json!({"call_id": "fc_unknown", "args_hash": "0".repeat(64), "action": "approve"}),
+        json!({"action": "approve"}),
+    ] {
+        let tampered = s
+            .demo
+            .feishu
+            .click_card(
+                &s.card.message_id,
+                Click {
+                    value: Some(value.clone()),
+                    ..click("approve")
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(tampered.toast.unwrap()["type"], "error", "{value}");
+        assert_eq!(
+            status(&s.app, &s.call_id),
+            CallStatus::AwaitingApproval,
+            "{value}"
+        );
+    }
+    // The real value still works, once.
+    let ok = s
+        .demo
+        .feishu
+        .click_card(&s.card.message_id, click("approve"))
+        .await
+        .unwrap();
+    assert_eq!(ok.toast.unwrap()["type"], "success");
+    eventually("the write", || {
+        (s.demo.feishu.events_created() == 1).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejection_in_feishu_carries_its_reason_to_the_model() {
+    let s = setup().await;
+    let mut c = click("reject");
+    c.form_value.insert("reason".into(), json!("下周再说"));
+    let outcome = s
+        .demo
+        .feishu
+        .click_card(&s.card.message_id, c)
+        .await
+        .unwrap();
+    assert_eq!(outcome.toast.unwrap()["type"], "success");
+    assert!(outcome.card.to_string().contains("下周再说"));
+    let store = store::Store::open(companion::runtime::demo_database(s.app.paths())).unwrap();
+    let record = eventually("the rejection", || {
+        use agent::persist::EngineStore as _;
+        store
+            .call(&s.call_id)
+            .unwrap()
+            .filter(|c| c.status == CallStatus::Done)
+    })
+    .await;
+    let decision = record.decision.unwrap();
+    assert_eq!(decision.verdict, agent::Verdict::Rejected);
+    assert_eq!(decision.reason.as_deref(), Some("下周再说"));
+    assert_eq!(decision.decided_by, "user:feishu");
+    assert_eq!(s.demo.feishu.events_created(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_connection_comes_back_and_clicks_work_again() {
+    let s = setup().await;
+    let devices = |feishu: &emulator::feishu::FeishuEmulator| -> Vec<String> {
+        feishu
+            .long_connection_status()
+            .connections
+            .into_iter()
+            .filter(|(a, _)| a == companion::DEMO_APP_ID)
+            .map(|(_, d)| d)
+            .collect()
+    };
+    let before = devices(&s.demo.feishu);
+    assert!(
+        s.demo
+            .feishu
+            .drop_long_connections(Some(companion::DEMO_APP_ID))
+            >= 1
+    );
+    // It comes back on its own, as a new connection (the endpoint is asked again).
+    eventually("the app to reconnect", || {
+        let now = devices(&s.demo.feishu);
+        (!now.is_empty() && now.iter().all(|d| !before.contains(d))).then_some(())
+    })
+    .await;
+    let outcome = s
+        .demo
+        .feishu
+        .click_card(&s.card.message_id, click("approve"))
+        .await
+        .unwrap();
+    assert_eq!(outcome.toast.unwrap()["type"], "success");
+    eventually("the write", || {
+        (s.demo.feishu.events_created() == 1).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn during_a_feishu_outage_cards_are_queued_and_sent_after() {
+    let s = setup().await;
+    s.demo
+        .feishu
+        .long_connection_outage(Duration::from_secs(60));
+    s.demo.feishu.inject_fault(
+        Fault::server_error(503)
+            .on("/open-apis/im/v1/messages")
+            .times(1000),
+    );
+    s.app
+        .send_message(&s.session, "再约一个评审会")
+        .await
+        .unwrap();
+    let view = eventually("the card to be queued", || {
+        let view = s.app.remote_approval_view();
+        (view.queued >= 1).then_some(view)
+    })
+    .await;
+    assert!(view.error.is_some(), "the status says why");
+    assert_ne!(view.state, "connected", "{view:?}");
+    assert_eq!(
+        s.demo.feishu.bot_cards(Some(&s.user)).len(),
+        1,
+        "nothing sent yet"
+    );
+    // Feishu is back: the queued card goes out and clicks arrive again.
+    s.demo.feishu.clear_faults();
+    s.demo.feishu.end_long_connection_outage();
+    let second = eventually("the queued card", || {
+        s.demo.feishu.bot_cards(Some(&s.user)).into_iter().nth(1)
+    })
+    .await;
+    eventually("the app to reconnect", || {
+        (s.app.remote_approval_view().state == "connected").then_some(())
+    })
+    .await;
+    let outcome = s
+        .demo
+        .feishu
+        .click_card(&second.message_id, click("approve"))
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome.toast.unwrap()["type"],
+        "success",
+        "{:?}",
+        outcome.response
+    );
+    assert_eq!(
+        s.demo.feishu.bot_cards(Some(&s.user)).len(),
+        2,
+        "one card per call, no duplicates"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_in_app_brings_the_app_to_that_call_and_check_connection_checks_the_bot() {
+    let s = setup().await;
+    let mut ui = s.app.subscribe();
+    let outcome = s
+        .demo
+        .feishu
+        .click_card(&s.card.message_id, click("open"))
+        .await
+        .unwrap();
+    assert_eq!(outcome.toast.unwrap()["type"], "info");
+    let opened = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            if let Ok(UiEvent::OpenCall { call_id }) = ui.recv().await {
+                return call_id;
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(opened, s.call_id);
+    assert_eq!(
+        status(&s.app, &s.call_id),
+        CallStatus::AwaitingApproval,
+        "opening decides nothing"
+    );
+
+    let items = s.app.check_remote_approval().await;
+    let parts: Vec<(&str, bool)> = items.iter().map(|i| (i.part.as_str(), i.ok)).collect();
+    assert_eq!(
+        parts,
+        [
+            ("feishu_bot", true),
+            ("feishu_bot_scope", true),
+            ("feishu_long_connection", true)
+        ],
+        "{items:?}"
+    );
+    s.demo.feishu.set_bot_enabled(companion::DEMO_APP_ID, false);
+    s.demo
+        .feishu
+        .set_long_connection_enabled(companion::DEMO_APP_ID, false);
+    let items = s.app.check_remote_approval().await;
+    assert!(
+        !items[0].ok && items[0].detail.en.contains("Bot"),
+        "{items:?}"
+    );
+    assert!(
+        !items[2].ok && items[2].detail.en.contains("card.action.trigger"),
+        "{items:?}"
+    );
+}
