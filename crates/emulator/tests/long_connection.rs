@@ -419,6 +419,7 @@ async fn clicks_that_cannot_happen_are_refused_and_silence_times_out() {
         timeout_ms: Some(200),
         ..Click::default()
     };
+    let silent_later = silent.clone();
     assert_eq!(
         emulator.click_card(&message_id, silent).await.unwrap_err(),
         ClickError::Timeout(200)
@@ -429,6 +430,17 @@ async fn clicks_that_cannot_happen_are_refused_and_silence_times_out() {
         "delivered, never answered"
     );
     assert_eq!(emulator.card(&message_id).unwrap().versions.len(), 1);
+
+    // After 14 days the card no longer takes clicks.
+    emulator.advance_clock(Duration::from_secs(15 * 24 * 3600));
+    assert_eq!(
+        emulator
+            .click_card(&message_id, silent_later)
+            .await
+            .unwrap_err(),
+        ClickError::Expired
+    );
+    assert_eq!(app.received.lock().unwrap().len(), 1);
 }
 
 #[tokio::test]

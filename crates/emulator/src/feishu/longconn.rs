@@ -53,6 +53,8 @@ const FORBIDDEN: i64 = 403;
 const AUTH_FAILED: i64 = 514;
 const INTERNAL_ERROR: i64 = 1000040343;
 const EXCEED_CONN_LIMIT: i64 = 1000040350;
+/// JSON 2.0 cards can be interacted with for 14 days.
+const INTERACTION_WINDOW_MS: i64 = 14 * 24 * 3600 * 1000;
 /// Feishu waits 3 seconds for a callback's answer.
 pub const CALLBACK_TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -401,6 +403,9 @@ pub enum ClickError {
     /// The operator is not a person of the tenant.
     #[error("no person {0}")]
     NoPerson(String),
+    /// The card was sent more than 14 days ago: Feishu's client no longer lets it be used.
+    #[error("the card was sent over 14 days ago and cannot be interacted with")]
+    Expired,
     /// A forwarded copy of a card whose config does not allow interaction after forwarding.
     #[error("forwarded cards are not interactive unless config.enable_forward_interaction")]
     ForwardedNotInteractive,
@@ -471,6 +476,10 @@ fn callback_for(
         && record.card["config"]["enable_forward_interaction"] != Value::Bool(true)
     {
         return Err(ClickError::ForwardedNotInteractive);
+    }
+    let sent_at = record.versions.first().map_or(0, |v| v.at);
+    if state.api.now_ms() - sent_at > INTERACTION_WINDOW_MS {
+        return Err(ClickError::Expired);
     }
     let element = cards::find_clickable(&record.card, &click.name)
         .ok_or_else(|| ClickError::NoElement(click.name.clone()))?;
