@@ -373,6 +373,11 @@
       settings = JSON.parse(JSON.stringify(s));
       return { restart_needed: restart };
     },
+    // Settings → Approve from Feishu (issue 18): connected once on and signed in, one card out.
+    remote_approval_status: () =>
+      settings.remote_approval.enabled
+        ? { state: account ? 'connected' : 'not_signed_in', error: null, queued: 0, open_cards: account ? 1 : 0, sending: settings.remote_approval.when === 'always' }
+        : { state: 'off', error: null, queued: 0, open_cards: 0, sending: false },
     // Settings → Assistant (issue 16): the built-in instruction, two tools, no Python files yet.
     assistant: () => ({
       instruction: 'You are Feishu Companion.',

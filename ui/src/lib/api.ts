@@ -16,6 +16,7 @@ import type { AutonomyInput } from './bindings/AutonomyInput';
 import type { AutonomyView } from './bindings/AutonomyView';
 import type { BatchDecision } from './bindings/BatchDecision';
 import type { CheckView } from './bindings/CheckView';
+import type { RemoteApprovalView } from './bindings/RemoteApprovalView';
 import type { CallView } from './bindings/CallView';
 import type { DataView } from './bindings/DataView';
 import type { DecisionInput } from './bindings/DecisionInput';
@@ -98,6 +99,8 @@ export const api = {
   setAppSecret: (secret: string) => invoke<null>('set_app_secret', { secret }),
   setModelKey: (preset: string, key: string) => invoke<null>('set_model_key', { preset, key }),
   checkConnection: () => invoke<CheckView>('check_connection'),
+  /** Where approving from Feishu stands: the long connection, cards waiting and queued. */
+  remoteApprovalStatus: () => invoke<RemoteApprovalView>('remote_approval_status'),
   setAutonomy: (sessionId: string, mode: AutonomyInput) => invoke<AutonomyView>('set_autonomy', { sessionId, mode }),
   /** Checks an approval's edited arguments and previews them, before Approve is enabled. */
   checkEdit: (callId: string, args: Record<string, unknown>) => invoke<EditCheckView>('check_edit', { callId, args }),

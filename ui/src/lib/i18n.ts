@@ -8,6 +8,7 @@ import * as providers from './i18n/providers';
 import { en as dataEn, zh as dataZh } from './i18n/data';
 import * as sections from './i18n/sections';
 import { en as assistantEn, zh as assistantZh } from './i18n/assistant';
+import * as remote from './i18n/remote';
 
 export type Lang = 'zh' | 'en';
 
@@ -16,6 +17,7 @@ export const en = {
   ...providers.en,
   ...sections.en,
   ...assistantEn,
+  ...remote.en,
   app_name: 'Feishu Companion',
   new_conversation: 'New conversation',
   untitled: 'New conversation',
@@ -266,6 +268,7 @@ export const zh: Record<Key, string> = {
   ...providers.zh,
   ...sections.zh,
   ...assistantZh,
+  ...remote.zh,
   app_name: '飞书助手',
   new_conversation: '新对话',
   untitled: '新对话',

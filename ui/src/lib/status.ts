@@ -54,12 +54,15 @@ export function decisionLine(
 ): { key: Key; tone: Tone; reason?: string; reasonText?: { zh: string; en: string } } | null {
   if (!call || !call.verdict) return null;
   const byRule = call.decided_by?.startsWith('rule:') ?? false;
+  const inFeishu = call.decided_by === 'user:feishu';
   switch (call.verdict) {
     case 'approved':
+      if (inFeishu) return { key: 'decided_approved_feishu', tone: 'green' };
       return byRule ? { key: 'decided_by_rule', tone: 'green' } : { key: 'decided_approved', tone: 'green' };
     case 'approved_edited':
       return { key: 'decided_approved_edited', tone: 'green' };
     case 'rejected':
+      if (inFeishu && !call.reason) return { key: 'decided_rejected_feishu', tone: 'red' };
       return call.reason
         ? { key: 'decided_rejected_reason', tone: 'red', reason: call.reason }
         : { key: 'decided_rejected', tone: 'red' };

@@ -488,6 +488,14 @@ class Store {
       case 'items':
         this.refreshSessionsSoon();
         break;
+      case 'open_call': {
+        // "Open in app" on the call's card in Feishu: the shell brought the window forward;
+        // show the conversation at that call.
+        const c = this.pendingCalls[ev.call_id] ?? this.knownCalls[ev.call_id];
+        if (c) this.onOpen({ session_id: c.session_id, call_id: c.call_id }).catch((e) => this.fail(e));
+        else this.view = 'inbox';
+        break;
+      }
       case 'sign_in':
         this.signIn = ev.status;
         if (ev.status.state === 'signed_in') {

@@ -1,0 +1,38 @@
+// Settings → Approve from Feishu (issue 18): off by default; turned on "when away" for a number
+// of minutes with its own Save, in both languages; the status line says the connection is up.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { useApp, shot } from './harness.mjs';
+
+const open = useApp();
+
+for (const [locale, lang] of [['zh-CN', 'zh'], ['en-US', 'en']]) {
+  test(`approving from Feishu is off by default and is turned on with its own Save (${lang})`, async () => {
+    const page = await open({ opts: { signedIn: true }, locale });
+    await page.getByTestId('nav-settings').click();
+    const section = page.getByTestId('feishu-approval');
+    await section.waitFor();
+    const enabled = page.getByTestId('remote-enabled');
+    assert.equal(await enabled.isChecked(), false, 'off by default');
+    assert.equal(await page.getByTestId('remote-status').getAttribute('data-state'), 'off');
+    assert.equal(await page.getByTestId('remote-minutes').isDisabled(), true, 'nothing to set while off');
+    await enabled.check();
+    await page.getByTestId('remote-away').check();
+    await page.getByTestId('remote-minutes').fill('0');
+    assert.equal(await page.getByTestId('save-remote').isDisabled(), true, 'zero minutes cannot be saved');
+    await page.getByTestId('remote-minutes').fill('15');
+    await page.getByTestId('save-remote').click();
+    await page.waitForFunction(() => window.__fake.commandsCalled('save_settings').length > 0);
+    const saved = await page.evaluate(() => window.__fake.commandsCalled('save_settings').at(-1).args.settings);
+    assert.deepEqual(saved.remote_approval, { enabled: true, when: 'away', away_minutes: 15 });
+    assert.equal(saved.feishu.app_id, 'cli_demo', 'the other sections are saved as they were');
+    const status = page.getByTestId('remote-status');
+    await page.waitForFunction(() => document.querySelector('[data-testid="remote-status"]')?.getAttribute('data-state') === 'connected');
+    assert.match(await status.innerText(), lang === 'zh' ? /状态：已连接/ : /Status: connected/);
+    assert.match(await section.innerText(), lang === 'zh' ? /im:message:send_as_bot/ : /card\.action\.trigger/);
+    await section.scrollIntoViewIfNeeded();
+    await shot(page, `feishu-approval-setting-${lang}`);
+    await section.screenshot({ path: new URL(`./artifacts/feishu-approval-section-${lang}.png`, import.meta.url).pathname });
+    assert.deepEqual(page.errors, []);
+  });
+}
