@@ -123,7 +123,14 @@ export async function launch(driver, dataDir, { application = APP } = {}) {
       'wdio:enforceWebDriverClassic': true,
     },
   });
-  await browser.$('[data-testid="composer"]').waitForDisplayed({ timeout: 30000 });
+  try {
+    await browser.$('[data-testid="composer"]').waitForDisplayed({ timeout: 30000 });
+  } catch (e) {
+    // The caller never gets the session to end: end it here, or the app and the driver stay up
+    // and the test run never exits (it hung until killed when the UI was missing from the build).
+    await browser.deleteSession().catch(() => {});
+    throw e;
+  }
   return browser;
 }
 

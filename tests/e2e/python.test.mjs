@@ -1,5 +1,3 @@
-// Not yet in the suite (.wip.mjs): written for issue 16 but not run against the merged app before the
-// session ended; rename to python.test.mjs once it has passed under scripts/e2e.
 // The user's own Python in the real app: a tool written in the editor is called by the assistant,
 // its POST is held on an approval card, approved, sent once and audited; a file with a syntax error
 // shows its line; a callback that edits the request changes the answer.
@@ -12,12 +10,6 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { freshDataDir, launch, send, shot, startDriver, step, waitForReply } from './harness.mjs';
-
-// The compiled sandbox is kept between runs (compiling it takes tens of seconds); the app reads
-// this variable, and tauri-driver passes its environment on to the app.
-const cache = path.resolve(import.meta.dirname, '../../target/e2e-python-cache');
-mkdirSync(cache, { recursive: true });
-process.env.FEISHU_COMPANION_PYTHON_CACHE = cache;
 
 let driver;
 let server;
@@ -131,6 +123,8 @@ describe('Python tools and callbacks written in the app', () => {
     assert.match(decl, /save_note/);
     assert.match(decl, /"title"/, 'the schema the model sees');
     assert.match(decl, /需要你批准/, 'it posts, so every call waits');
+    await browser.execute(() => window.scrollTo(0, 0));
+    await shot(browser, 'py-01-editor-code');
     await browser.$('[data-testid="allowed-hosts"]').setValue('127.0.0.1');
     await browser.$('[data-testid="save-hosts"]').click();
     await shot(browser, 'py-01-editor');
@@ -144,6 +138,8 @@ describe('Python tools and callbacks written in the app', () => {
     const text = await error.getText();
     assert.match(text, /第 3 行/);
     assert.match(text, /SyntaxError/);
+    const note = String(await browser.$('[data-testid="editor-note"]').getProperty('textContent'));
+    assert.match(note, /未加载/, 'a file that failed to load is not reported as loaded');
     await shot(browser, 'py-02-syntax-error');
   });
 
@@ -167,7 +163,7 @@ describe('Python tools and callbacks written in the app', () => {
     await browser.waitUntil(
       async () => {
         for (const row of await browser.$$('[data-testid="audit-row"]')) {
-          const t = await row.getText();
+          const t = String(await row.getProperty('textContent'));
           if (/save_note\.py/.test(t)) return true;
         }
         return false;
