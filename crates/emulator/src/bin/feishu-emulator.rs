@@ -1,8 +1,9 @@
 //! Serves the Feishu emulator on a loopback port, standing in for a real tenant in manual and
 //! end-to-end tests: `feishu-emulator [--app ID:SECRET:REDIRECT_URL]…`. Each `--app` is
-//! registered with every scope the tools ask for enabled. Prints one JSON line with the base URL
-//! and a user access token carrying every scope (for SDK cross-checks), then serves until
-//! Ctrl-C or SIGTERM.
+//! registered with every scope the tools ask for enabled (`im:message` among them, so its bot can
+//! send cards), the bot capability and the long connection on. Prints one JSON line with the base
+//! URL and a user access token carrying every scope (for SDK cross-checks), then serves until
+//! Ctrl-C or SIGTERM. Cards the bots sent show at `/_emulator/cards/preview`.
 
 use std::io::Write as _;
 

@@ -163,23 +163,63 @@ fn template_colours(template: &str) -> (&'static str, &'static str) {
     }
 }
 
+/// The inline style of a text's `text_size`, `text_color` and `text_align` (an empty string when
+/// it sets none). Only known values pass, so nothing from the card reaches the CSS unchecked.
+fn text_style(text: &Value) -> String {
+    let mut style = String::new();
+    let size = match text["text_size"].as_str() {
+        Some("notation") => Some("12px"),
+        Some("normal" | "normal_v2") => Some("14px"),
+        Some("heading-4" | "heading") => Some("16px"),
+        Some("heading-3") => Some("18px"),
+        Some("heading-2") => Some("20px"),
+        Some("heading-1" | "heading-0") => Some("24px"),
+        _ => None,
+    };
+    if let Some(size) = size {
+        let _ = write!(style, "font-size:{size};");
+    }
+    let color = match text["text_color"].as_str() {
+        Some("grey" | "grey-600") => Some("#8f959e"),
+        Some("red") => Some("#f54a45"),
+        Some("orange") => Some("#ff8800"),
+        Some("green") => Some("#34c724"),
+        Some("blue") => Some("#3370ff"),
+        Some("purple" | "violet") => Some("#7f3bf5"),
+        _ => None,
+    };
+    if let Some(color) = color {
+        let _ = write!(style, "color:{color};");
+    }
+    if let Some(align @ ("left" | "center" | "right")) = text["text_align"].as_str() {
+        let _ = write!(style, "text-align:{align};");
+    }
+    if style.is_empty() {
+        style
+    } else {
+        format!(" style=\"{style}\"")
+    }
+}
+
 fn element(out: &mut String, e: &Value) {
     let tag = e["tag"].as_str().unwrap_or_default();
     match tag {
         "markdown" => {
             let _ = write!(
                 out,
-                "<div class=\"md\">{}</div>",
+                "<div class=\"md\"{}>{}</div>",
+                text_style(e),
                 markdown(e["content"].as_str().unwrap_or_default())
             );
         }
         "div" | "plain_text" => {
-            let text = if tag == "div" {
-                text_of(&e["text"])
-            } else {
-                text_of(e)
-            };
-            let _ = write!(out, "<div class=\"md\">{text}</div>");
+            let text_obj = if tag == "div" { &e["text"] } else { e };
+            let _ = write!(
+                out,
+                "<div class=\"md\"{}>{}</div>",
+                text_style(text_obj),
+                text_of(text_obj)
+            );
             if let Some(fields) = e["fields"].as_array() {
                 out.push_str("<div class=\"fields\">");
                 for f in fields {
@@ -445,5 +485,18 @@ mod tests {
             "{html}"
         );
         assert!(html.contains("[chart]"), "{html}");
+        let note = json!({"schema": "2.0", "body": {"elements": [
+            {"tag": "div", "text": {"tag": "plain_text", "content": "过期", "text_color": "grey", "text_size": "notation"}},
+            {"tag": "div", "text": {"tag": "plain_text", "content": "x", "text_color": "red;background:url(x)"}}
+        ]}});
+        let html = render_card(&note);
+        assert!(
+            html.contains("style=\"font-size:12px;color:#8f959e;\">过期"),
+            "{html}"
+        );
+        assert!(
+            !html.contains("url(x)"),
+            "unknown values stay out of the CSS: {html}"
+        );
     }
 }

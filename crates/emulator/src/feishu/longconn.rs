@@ -662,7 +662,7 @@ async fn deliver(
         .to_owned();
     let deadline = tokio::time::Instant::now() + timeout;
     let timed_out = || ClickError::Timeout(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX));
-    // Connections found closed before the callback went out.
+    // Connections that closed without answering.
     let mut dead: Vec<u64> = Vec::new();
     let answer = loop {
         let frame_id = uuid::Uuid::new_v4().to_string();
@@ -670,7 +670,8 @@ async fn deliver(
         let conn_id = send_callback(shared, app_id, message_id, &bytes, &frame_id, tx, &dead)?;
         match tokio::time::timeout_at(deadline, rx).await {
             Ok(Ok(answer)) => break answer,
-            // The connection closed with the callback still queued: try another.
+            // The connection closed without answering (the callback queued, or written as the
+            // client closed): another open connection gets it.
             Ok(Err(_)) => dead.push(conn_id),
             Err(_) => {
                 shared.lock().longconn.pending.remove(&frame_id);
