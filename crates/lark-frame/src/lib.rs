@@ -5,7 +5,9 @@
 //! - **method**: `0` a control frame (`ping` / `pong`), `1` a data frame (an event or callback).
 //! - **headers**: key/value strings; `type` says what the frame is (`ping`, `pong`, `event`,
 //!   `card`), `message_id`, `sum` and `seq` split a large payload into parts, `trace_id` follows
-//!   it through Feishu, and `biz_rt` is the milliseconds the client took to handle it.
+//!   it through Feishu, and `biz_rt` is the milliseconds the client took to handle it. Card
+//!   callbacks (`card.action.trigger`) come as `event` frames: the official Python SDK
+//!   (`lark-oapi` 1.7.5, `ws/client.py`) drops frames of type `card` unanswered.
 //! - **payload**: the event's JSON (data frames) or the client config (a `pong`'s JSON). The client
 //!   answers a data frame by sending the same frame back with a JSON response as its payload.
 //!
@@ -34,6 +36,7 @@ pub mod kind {
     pub const PING: &str = "ping";
     pub const PONG: &str = "pong";
     pub const EVENT: &str = "event";
+    /// The old style of card callback; Feishu's SDKs ignore these.
     pub const CARD: &str = "card";
 }
 
