@@ -562,3 +562,58 @@ async fn open_in_app_brings_the_app_to_that_call_and_check_connection_checks_the
         "{items:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_called_off_by_a_new_message_turns_its_card_grey() {
+    let s = setup().await;
+    s.app
+        .send_choosing(&s.session, "算了，不约了", true)
+        .await
+        .unwrap();
+    let card = eventually("the card to turn final", || {
+        s.demo
+            .feishu
+            .card(&s.card.message_id)
+            .filter(|c| !has_buttons(&c.card))
+    })
+    .await;
+    assert_eq!(card.card["header"]["template"], "grey", "{}", card.card);
+    // The card has no buttons left: Feishu's client offers nothing to click.
+    let late = s
+        .demo
+        .feishu
+        .click_card(&s.card.message_id, click("approve"))
+        .await;
+    assert!(
+        matches!(late, Err(ClickError::NoElement(_))),
+        "no buttons are left to click: {late:?}"
+    );
+    assert_eq!(s.demo.feishu.events_created(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_waiting_requests_do_not_flood_the_chat() {
+    let s = setup().await;
+    let cap = companion::remote_approval::MAX_OPEN_CARDS;
+    for _ in 0..cap {
+        s.app
+            .send_choosing(&s.session, "再约一个评审会", false)
+            .await
+            .unwrap();
+    }
+    let waiting = s.app.pending().unwrap().len();
+    assert_eq!(waiting, cap + 1, "every request waits in the app");
+    let view = eventually("one request queued behind the cap", || {
+        let view = s.app.remote_approval_view();
+        (view.open_cards as usize == cap && view.queued == 1).then_some(view)
+    })
+    .await;
+    assert_eq!(view.error, None);
+    assert_eq!(s.demo.feishu.bot_cards(Some(&s.user)).len(), cap);
+    // Deciding one makes room for the one that waited.
+    s.app.decide(&s.call_id, Decision::Approve).await.unwrap();
+    eventually("the held-back card", || {
+        (s.demo.feishu.bot_cards(Some(&s.user)).len() == cap + 1).then_some(())
+    })
+    .await;
+}

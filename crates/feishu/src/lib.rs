@@ -5,6 +5,9 @@
 //! in again asks only for what is missing. The *user access token* is what API calls carry; the
 //! *refresh token* (single use, rotating) gets a new one. The *loopback listener* is the small
 //! HTTP server on `127.0.0.1:<port>/callback` that catches the browser's redirect after consent.
+//! The *bot* ([`bot`]) is the app acting as itself, with a tenant access token, to send the user
+//! interactive cards; the *long connection* ([`longconn`]) is the WebSocket an app opens with its
+//! App ID and Secret to receive card callbacks without a public URL.
 //! Base URLs are configuration, so the same code runs against Feishu, Lark and the emulator.
 
 pub mod api;

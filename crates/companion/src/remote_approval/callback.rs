@@ -49,9 +49,13 @@ impl feishu::longconn::CallbackHandler for Handler {
     }
 }
 
-/// A toast in both the card's language.
+/// A toast in the app's language, with both languages for Feishu to pick the client's.
 fn toast(kind: &str, lang: Lang, zh: &str, en: &str) -> Value {
-    json!({"type": kind, "content": match lang { Lang::Zh => zh, Lang::En => en }})
+    json!({
+        "type": kind,
+        "content": match lang { Lang::Zh => zh, Lang::En => en },
+        "i18n": {"zh_cn": zh, "en_us": en},
+    })
 }
 
 /// What a click carries.
