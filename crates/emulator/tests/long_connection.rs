@@ -231,7 +231,7 @@ async fn a_ping_is_answered_with_a_pong_carrying_the_client_config() {
     let app = connect(&emulator, Reply::Silent).await;
     app.ping.send(()).unwrap();
     app.ping.send(()).unwrap();
-    for _ in 0..100 {
+    for _ in 0..250 {
         if app.pongs.lock().unwrap().len() == 2 {
             break;
         }
@@ -582,7 +582,7 @@ async fn a_forwarded_card_is_clicked_by_someone_else_only_if_the_card_allows_it(
 async fn the_server_drops_connections_and_an_outage_refuses_new_ones() {
     let (emulator, app, message_id) = with_card(Reply::Answer(json!({}))).await;
     assert_eq!(emulator.drop_long_connections(Some(APP)), 1);
-    for _ in 0..100 {
+    for _ in 0..250 {
         if *app.closed.lock().unwrap() && emulator.long_connection_status().connections.is_empty() {
             break;
         }
@@ -672,7 +672,7 @@ async fn a_click_while_another_connection_closes_reaches_the_open_one() {
             .click_card(
                 &message_id,
                 Click {
-                    timeout_ms: Some(2000),
+                    timeout_ms: Some(5000),
                     ..approve()
                 },
             )
