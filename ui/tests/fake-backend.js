@@ -386,9 +386,19 @@
         { name: 'list_calendar_events', title: text('查看日程', 'See calendar events'), writes: false, enabled: true },
         { name: 'send_message', title: text('发送消息', 'Send a message'), writes: true, enabled: true },
       ],
-      sandbox: { state: 'ready', compiled_ms: null },
+      // opts.python: { preparingMs, failed } — one Python file while the sandbox is prepared at
+      // the first start, ready after preparingMs (or failed).
+      sandbox: !opts.python
+        ? { state: 'ready', compiled_ms: null }
+        : opts.python.failed
+          ? { state: 'failed', message: 'wasm component is damaged' }
+          : performance.now() < opts.python.preparingMs
+            ? { state: 'preparing', elapsed_ms: Math.round(performance.now()) }
+            : { state: 'ready', compiled_ms: opts.python.preparingMs },
       folder: '/home/u/.config/feishu-companion/python',
-      files: [],
+      files: opts.python
+        ? [{ name: 'notes.py', status: 'waiting', tools: [], callbacks: [], settings: { allowed_hosts: [], feishu_api: false }, error: null, error_line: null, reports: [] }]
+        : [],
     }),
     update_status: () => update,
     check_for_update: () => update,
