@@ -617,3 +617,115 @@ async fn many_waiting_requests_do_not_flood_the_chat() {
     })
     .await;
 }
+
+/// The user's own Feishu app (an emulator standing in for open.feishu.cn) and model, on `dir`.
+async fn open_real(
+    dir: &std::path::Path,
+    feishu: &emulator::feishu::FeishuEmulator,
+    model: &emulator::model_server::ModelServer,
+) -> Companion {
+    const APP_ID: &str = "cli_remote_real_app";
+    let paths = companion::AppPaths::under(dir);
+    paths.create().unwrap();
+    let mut settings = Settings::load(&paths.settings_file()).unwrap();
+    if settings.feishu.app_id.is_empty() {
+        settings.feishu.redirect_port = common::free_port();
+        settings.time_zone = "Asia/Shanghai".into();
+        settings.feishu.app_id = APP_ID.into();
+        settings.language = companion::Language::Zh;
+        settings.model.preset = "custom".into();
+        settings.model.base_url = Some(model.base_url());
+        settings.model.model = Some("real-model".into());
+        settings.remote_approval = RemoteApprovalSettings {
+            enabled: true,
+            when: RemoteWhen::Always,
+            away_minutes: 10,
+        };
+        settings.save(&paths.settings_file()).unwrap();
+        feishu.register_app(emulator::feishu::App {
+            app_id: APP_ID.into(),
+            app_secret: "real-secret".into(),
+            redirect_uris: vec![settings.feishu.redirect_url()],
+            enabled_scopes: emulator::feishu::PREFERRED_SCOPES
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
+        });
+    }
+    let app = Companion::open(
+        paths,
+        companion::OpenOptions {
+            memory_keys: true,
+            feishu_base_url: Some(feishu.base_url()),
+            ..companion::OpenOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    // The vault's key lives in memory in tests: a second start finds the secrets locked, forgets
+    // them and enters the App Secret again (and signs in again), as a user whose key was lost.
+    if app.apply_app_secret("real-secret").await.is_err() {
+        app.forget_secrets().await.unwrap();
+        app.apply_app_secret("real-secret").await.unwrap();
+    }
+    assert!(!app.is_demo());
+    sign_in_for(
+        &app,
+        &[
+            "calendar:calendar:readonly",
+            "calendar:calendar.event:create",
+            "calendar:calendar.event:update",
+        ],
+    )
+    .await;
+    app
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_restart_the_card_of_a_waiting_call_is_neither_sent_again_nor_forgotten() {
+    let feishu = emulator::feishu::FeishuEmulator::start().await.unwrap();
+    let model =
+        emulator::model_server::ModelServer::start(emulator::model_server::Script::demo().unwrap())
+            .await
+            .unwrap();
+    let user = feishu.seed().demo_user;
+    let dir = tempfile::tempdir().unwrap();
+    let app = open_real(dir.path(), &feishu, &model).await;
+    let session = app.create_session().await.unwrap();
+    app.send_message(&session, "帮我约个产品评审会")
+        .await
+        .unwrap();
+    let call_id = app.pending().unwrap()[0].call_id.clone();
+    let card = eventually("the card", || {
+        feishu.bot_cards(Some(&user)).into_iter().next()
+    })
+    .await;
+    drop(app);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // The app starts again: the call still waits, and its card is the one already in the chat.
+    let app = open_real(dir.path(), &feishu, &model).await;
+    eventually("the app to reconnect", || {
+        (app.remote_approval_view().state == "connected").then_some(())
+    })
+    .await;
+    assert_eq!(
+        app.remote_card_message(&call_id),
+        Some(card.message_id.clone())
+    );
+    app.remote_sync().await;
+    assert_eq!(feishu.bot_cards(Some(&user)).len(), 1, "no second card");
+    // Decided in the app now: the card from before the restart shows it.
+    app.decide(&call_id, Decision::Approve).await.unwrap();
+    let updated = eventually("the old card updated", || {
+        feishu
+            .card(&card.message_id)
+            .filter(|c| !has_buttons(&c.card))
+    })
+    .await;
+    assert!(
+        updated.card.to_string().contains("已批准"),
+        "{}",
+        updated.card
+    );
+}

@@ -214,7 +214,7 @@ pub fn pending_card(call: &CallView, cx: &CardContext) -> Value {
     let mut notes = vec![lang.pick(&call.title)];
     if let Some(at) = call.expires_at {
         notes.push(match lang {
-            Lang::Zh => format!("{} 过期", clock(at, &cx.tz)),
+            Lang::Zh => format!("将于 {} 过期", clock(at, &cx.tz)),
             Lang::En => format!("expires {}", clock(at, &cx.tz)),
         });
     }
@@ -411,7 +411,7 @@ mod tests {
             !text.contains("\"markdown\""),
             "model text never goes in as markdown"
         );
-        assert!(text.contains("01-15 16:00 过期"), "{text}");
+        assert!(text.contains("将于 01-15 16:00 过期"), "{text}");
         let buttons = buttons(&card);
         let names: Vec<&str> = buttons.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["approve", "reject", "open"]);

@@ -22,6 +22,10 @@ pub(super) struct Link {
 }
 
 impl Link {
+    pub(super) fn key(&self) -> &(String, String) {
+        &self.key
+    }
+
     pub(super) fn state(&self) -> LinkState {
         self.conn.state().borrow().clone()
     }
@@ -86,9 +90,26 @@ impl Companion {
             .map_err(|e| CompanionError::Other(e.to_string()))?;
         let handler = Arc::new(super::callback::Handler::new(self.downgrade()));
         let conn = LongConnection::start(endpoints, credentials, handler, Options::default());
+        // Cards of another app cannot be updated by this one's bot; this app's cards from before
+        // a restart are picked up again.
+        let kept = if self.is_demo() {
+            Default::default()
+        } else {
+            super::kept::load(&self.kept_cards_file(), &key)
+        };
         let mut state = lock(&remote.state);
-        // Cards of the old app cannot be updated by the new one's bot.
-        state.cards.clear();
+        state.cards = kept
+            .into_iter()
+            .map(|(call_id, message_id)| {
+                (
+                    call_id,
+                    super::CardState {
+                        message_id: Some(message_id),
+                        done: false,
+                    },
+                )
+            })
+            .collect();
         state.link = Some(Link {
             key,
             bot: bot.clone(),

@@ -18,6 +18,7 @@
 
 pub mod callback;
 pub mod card;
+mod kept;
 mod link;
 
 use std::collections::HashMap;
@@ -307,6 +308,20 @@ impl Companion {
                         c.done = true;
                     }
                 }
+                // The message service refuses this update for good (230xxx: the message was
+                // deleted or recalled, or is too old to change): trying again would only queue
+                // it forever. Gateway and token errors (9999xxxx) may pass and are retried.
+                Err(
+                    e @ feishu::ApiError::Feishu {
+                        code: 230_000..=239_999,
+                        ..
+                    },
+                ) => {
+                    tracing::warn!(error = %e, "a card in Feishu cannot be updated; left as it is");
+                    if let Some(c) = lock(&remote.state).cards.get_mut(&call_id) {
+                        c.done = true;
+                    }
+                }
                 Err(e) => {
                     queued += 1;
                     errors.push(e.to_string());
@@ -366,10 +381,44 @@ impl Companion {
                 }
             }
         }
-        let mut state = lock(&remote.state);
-        state.sending = sending;
-        state.queued = queued;
-        state.last_error = errors.pop();
+        {
+            let mut state = lock(&remote.state);
+            state.sending = sending;
+            state.queued = queued;
+            state.last_error = errors.pop();
+        }
+        self.keep_cards();
+    }
+
+    /// Where the cards still waiting in Feishu are kept across restarts.
+    pub(super) fn kept_cards_file(&self) -> std::path::PathBuf {
+        self.paths().data_dir.join("feishu-approval-cards.json")
+    }
+
+    /// Writes down the cards that still wait, for the app that sent them (not in demo mode,
+    /// whose emulator starts afresh with every launch).
+    fn keep_cards(&self) {
+        if self.is_demo() {
+            return;
+        }
+        let remote = self.remote();
+        let kept = {
+            let state = lock(&remote.state);
+            let Some(key) = state.link.as_ref().map(|l| l.key().clone()) else {
+                return;
+            };
+            kept::KeptCards {
+                open: key.0,
+                app_id: key.1,
+                cards: state
+                    .cards
+                    .iter()
+                    .filter(|(_, c)| !c.done)
+                    .filter_map(|(id, c)| Some((id.clone(), c.message_id.clone()?)))
+                    .collect(),
+            }
+        };
+        kept::save(&self.kept_cards_file(), &kept);
     }
 
     /// What a card of `record` is made with: the user's language and time zone, the hash of
@@ -385,9 +434,11 @@ impl Companion {
 
     /// Records that a call's card now shows its final state (the callback's answer did it).
     fn card_finished(&self, call_id: &str) {
-        if let Some(c) = lock(&self.remote().state).cards.get_mut(call_id) {
+        let remote = self.remote();
+        if let Some(c) = lock(&remote.state).cards.get_mut(call_id) {
             c.done = true;
         }
+        self.keep_cards();
     }
 
     /// The message id of a call's card, if one was sent.
