@@ -548,6 +548,26 @@ async fn open_in_app_brings_the_app_to_that_call_and_check_connection_checks_the
         ],
         "{items:?}"
     );
+    // The admin has not enabled sending as the bot: the second check says which scope.
+    let without_send: Vec<String> = emulator::feishu::PREFERRED_SCOPES
+        .iter()
+        .map(|s| (*s).to_owned())
+        .filter(|s| {
+            !["im:message", "im:message:send_as_bot", "im:message:send"].contains(&s.as_str())
+        })
+        .collect();
+    s.demo.feishu.register_app(emulator::feishu::App {
+        app_id: companion::DEMO_APP_ID.into(),
+        app_secret: companion::DEMO_APP_ID.into(),
+        redirect_uris: vec![s.app.settings().feishu.redirect_url()],
+        enabled_scopes: without_send,
+    });
+    let items = s.app.check_remote_approval().await;
+    assert!(items[0].ok, "{items:?}");
+    assert!(
+        !items[1].ok && items[1].detail.en.contains("im:message:send_as_bot"),
+        "{items:?}"
+    );
     s.demo.feishu.set_bot_enabled(companion::DEMO_APP_ID, false);
     s.demo
         .feishu
