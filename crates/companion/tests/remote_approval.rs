@@ -749,3 +749,40 @@ async fn after_a_restart_the_card_of_a_waiting_call_is_neither_sent_again_nor_fo
         updated.card
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn turning_it_off_takes_the_buttons_off_the_cards_and_closes_the_connection() {
+    let s = setup().await;
+    let mut settings = s.app.settings();
+    settings.remote_approval.enabled = false;
+    s.app.apply_settings(settings).await.unwrap();
+    let card = eventually("the card retired", || {
+        s.demo
+            .feishu
+            .card(&s.card.message_id)
+            .filter(|c| !has_buttons(&c.card))
+    })
+    .await;
+    assert!(
+        card.card.to_string().contains("请在飞书助手应用中处理"),
+        "{}",
+        card.card
+    );
+    assert_eq!(card.card["header"]["template"], "grey");
+    eventually("the connection closed", || {
+        s.demo
+            .feishu
+            .long_connection_status()
+            .connections
+            .iter()
+            .all(|(a, _)| a != companion::DEMO_APP_ID)
+            .then_some(())
+    })
+    .await;
+    assert_eq!(s.app.remote_approval_view().state, "off");
+    assert_eq!(
+        status(&s.app, &s.call_id),
+        CallStatus::AwaitingApproval,
+        "it still waits in the app"
+    );
+}

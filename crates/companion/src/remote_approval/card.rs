@@ -315,6 +315,28 @@ pub fn final_card(call: &CallView, cx: &CardContext) -> Value {
     })
 }
 
+/// The card of a call still waiting when approving from Feishu was turned off: no buttons, and
+/// where to decide it instead.
+pub fn retired_card(call: &CallView, cx: &CardContext) -> Value {
+    let lang = cx.lang;
+    let mut elements = particulars(call, lang);
+    elements.push(line(lang.t(
+        "已关闭在飞书中审批：请在飞书助手应用中处理这个请求。",
+        "Approving from Feishu was turned off: decide this request in the Feishu Companion app.",
+    )));
+    json!({
+        "schema": "2.0",
+        "config": {"update_multi": true, "summary": {"content": summary(call, lang)}},
+        "header": header(
+            summary(call, lang),
+            lang.t("飞书助手 · 请在应用中处理", "Feishu Companion · decide in the app"),
+            "grey",
+            None,
+        ),
+        "body": {"elements": elements},
+    })
+}
+
 /// Every button of a card, with its value (for tests and the card's own checks).
 pub fn buttons(card: &Value) -> Vec<(String, Value)> {
     fn walk(v: &Value, out: &mut Vec<(String, Value)>) {

@@ -22,6 +22,10 @@ pub(super) struct Link {
 }
 
 impl Link {
+    pub(super) fn bot(&self) -> &BotClient {
+        &self.bot
+    }
+
     pub(super) fn key(&self) -> &(String, String) {
         &self.key
     }

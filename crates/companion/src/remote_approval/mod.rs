@@ -253,6 +253,7 @@ impl Companion {
                 state.link.take()
             };
             if let Some(link) = link {
+                self.retire_cards(link.bot()).await;
                 link.shutdown().await;
             }
             return;
@@ -419,6 +420,34 @@ impl Companion {
             }
         };
         kept::save(&self.kept_cards_file(), &kept);
+    }
+
+    /// Approving from Feishu was turned off: the cards still waiting in the chat lose their
+    /// buttons and say to decide in the app (a click there could no longer arrive).
+    async fn retire_cards(&self, bot: &feishu::BotClient) {
+        let open: Vec<(String, String)> = lock(&self.remote().state)
+            .cards
+            .iter()
+            .filter(|(_, c)| !c.done)
+            .filter_map(|(id, c)| Some((id.clone(), c.message_id.clone()?)))
+            .collect();
+        let store = self.store();
+        for (call_id, message_id) in open {
+            let Ok(Some(record)) = store.call(&call_id) else {
+                continue;
+            };
+            let view = CallView::from(&record);
+            let cx = self.card_context(&record);
+            let card = if record.status == CallStatus::AwaitingApproval {
+                card::retired_card(&view, &cx)
+            } else {
+                card::final_card(&view, &cx)
+            };
+            match bot.update_card(&message_id, &card).await {
+                Ok(()) => self.card_finished(&call_id),
+                Err(e) => tracing::warn!(error = %e, "a card could not be retired"),
+            }
+        }
     }
 
     /// What a card of `record` is made with: the user's language and time zone, the hash of
