@@ -131,6 +131,21 @@ fn status(app: &Companion, call_id: &str) -> CallStatus {
         .map_or(CallStatus::Done, |c| c.status)
 }
 
+/// Clicks Approve on the setup's card as the user, and waits for the one event the write creates.
+async fn approve_in_feishu_and_see_it_written(s: &Setup) {
+    let outcome = s
+        .demo
+        .feishu
+        .click_card(&s.card.message_id, click("approve"))
+        .await
+        .unwrap();
+    assert_eq!(outcome.toast.unwrap()["type"], "success");
+    eventually("the write", || {
+        (s.demo.feishu.events_created() == 1).then_some(())
+    })
+    .await;
+}
+
 fn has_buttons(card: &Value) -> bool {
     card.to_string().contains("\"tag\":\"button\"")
 }
@@ -373,17 +388,7 @@ async fn someone_elses_click_a_forwarded_card_and_a_tampered_value_decide_nothin
         );
     }
     // The real value still works, once.
-    let ok = s
-        .demo
-        .feishu
-        .click_card(&s.card.message_id, click("approve"))
-        .await
-        .unwrap();
-    assert_eq!(ok.toast.unwrap()["type"], "success");
-    eventually("the write", || {
-        (s.demo.feishu.events_created() == 1).then_some(())
-    })
-    .await;
+    approve_in_feishu_and_see_it_written(&s).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -440,17 +445,7 @@ async fn a_lost_connection_comes_back_and_clicks_work_again() {
         (!now.is_empty() && now.iter().all(|d| !before.contains(d))).then_some(())
     })
     .await;
-    let outcome = s
-        .demo
-        .feishu
-        .click_card(&s.card.message_id, click("approve"))
-        .await
-        .unwrap();
-    assert_eq!(outcome.toast.unwrap()["type"], "success");
-    eventually("the write", || {
-        (s.demo.feishu.events_created() == 1).then_some(())
-    })
-    .await;
+    approve_in_feishu_and_see_it_written(&s).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

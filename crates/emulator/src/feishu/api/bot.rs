@@ -21,7 +21,7 @@ use sha2::{Digest as _, Sha256};
 use super::super::cards::{self, BotCard, CardError, CardVersion};
 use super::super::tenant::{Chat, Message};
 use super::super::{Shared, now_millis};
-use super::im::{deduplicated, draft, message_error, store};
+use super::im::{deduplicated, message_error, outgoing, store};
 use super::{ApiError, ApiResult, Caller, FeishuCode, json_body, ok, random_hex};
 
 /// Tenant tokens live two hours…
@@ -173,19 +173,7 @@ pub(crate) fn send_as_bot(
     query: &HashMap<String, String>,
     body: &Bytes,
 ) -> ApiResult {
-    let body = json_body(body).map_err(|e| message_error(&e))?;
-    let id_type = query
-        .get("receive_id_type")
-        .map(String::as_str)
-        .filter(|t| ["open_id", "union_id", "user_id", "email", "chat_id"].contains(t))
-        .ok_or_else(|| message_error("receive_id_type"))?
-        .to_owned();
-    let receive_id = body["receive_id"]
-        .as_str()
-        .filter(|r| !r.is_empty())
-        .ok_or_else(|| message_error("receive_id is required"))?
-        .to_owned();
-    let draft = draft(&body)?;
+    let (id_type, receive_id, draft) = outgoing(query, body)?;
     let card = if draft.msg_type == "interactive" {
         Some(cards::validate(&draft.content).map_err(|e| card_error(&e))?)
     } else {

@@ -320,6 +320,27 @@ pub(crate) async fn get_message(
     ok(json!({ "items": [message_json(tenant, message)] }))
 }
 
+/// A send's recipient (`receive_id_type`, `receive_id`) and message, checked as Feishu checks
+/// them; the same for a user's send and the bot's.
+pub(super) fn outgoing(
+    query: &HashMap<String, String>,
+    body: &Bytes,
+) -> Result<(String, String, Draft), ApiError> {
+    let body = json_body(body).map_err(|e| message_error(&e))?;
+    let id_type = query
+        .get("receive_id_type")
+        .map(String::as_str)
+        .filter(|t| ["open_id", "union_id", "user_id", "email", "chat_id"].contains(t))
+        .ok_or_else(|| message_error("receive_id_type"))?
+        .to_owned();
+    let receive_id = body["receive_id"]
+        .as_str()
+        .filter(|r| !r.is_empty())
+        .ok_or_else(|| message_error("receive_id is required"))?
+        .to_owned();
+    Ok((id_type, receive_id, draft(&body)?))
+}
+
 /// The message a body describes, checked as Feishu checks it.
 pub(super) struct Draft {
     pub(super) msg_type: String,
@@ -426,19 +447,7 @@ pub(crate) async fn send(
     if caller.bot {
         return super::bot::send_as_bot(&shared, &caller, &query, &body);
     }
-    let body = json_body(&body).map_err(|e| message_error(&e))?;
-    let id_type = query
-        .get("receive_id_type")
-        .map(String::as_str)
-        .filter(|t| ["open_id", "union_id", "user_id", "email", "chat_id"].contains(t))
-        .ok_or_else(|| message_error("receive_id_type"))?
-        .to_owned();
-    let receive_id = body["receive_id"]
-        .as_str()
-        .filter(|r| !r.is_empty())
-        .ok_or_else(|| message_error("receive_id is required"))?
-        .to_owned();
-    let draft = draft(&body)?;
+    let (id_type, receive_id, draft) = outgoing(&query, &body)?;
     let mut state = shared.lock();
     let now = state.api.now_ms();
     let me = state.user.open_id.clone();
