@@ -1,0 +1,86 @@
+// Approving from Feishu, through the real window (issue 18): with the setting on ("always"), a
+// meeting the assistant proposes waits on the app's card and, at the same time, reaches the
+// signed-in user as a card from the app's bot in the (demo) emulator's Feishu. A tap on that card's
+// Approve — made through the emulator's test hook, as Feishu delivers it over the long connection —
+// decides the call: the app's card says it was approved in Feishu, and the meeting is created once.
+// Screenshots: tests/e2e/artifacts/feishu-card-{01-held,02-approved-in-feishu,03-created}.png.
+
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+
+import { consent, send, shot, signInThroughCard, startDriver, step, waitForReply, withApp } from './harness.mjs';
+
+let driver;
+before(async () => {
+  driver = await startDriver();
+});
+after(() => driver?.stop());
+
+async function json(url, init) {
+  const res = await fetch(url, init);
+  const body = await res.json();
+  assert.ok(res.ok, `${url}: ${res.status} ${JSON.stringify(body)}`);
+  return body;
+}
+
+async function bodyText(browser) {
+  return String(await browser.execute(() => document.body.textContent));
+}
+
+test('a card approved in Feishu decides the call in the app, once', async () => {
+  const settings = { remote_approval: { enabled: true, when: 'always', away_minutes: 15 } };
+  await withApp(driver, 'feishu-card', settings, async (browser) => {
+    // Cards go to the signed-in person: sign in first (reading the agenda asks for it).
+    await send(browser, '明天我有什么安排？');
+    const auth = browser.$('[data-testid="auth-card"]');
+    await auth.waitForDisplayed();
+    await auth.$('[data-testid="sign-in"]').click();
+    const link = auth.$('[data-testid="open-in-browser"]');
+    await browser.waitUntil(async () => Boolean(await link.getAttribute('data-url')), {
+      timeoutMsg: 'the auth card never showed the sign-in URL',
+    });
+    const authorizeUrl = await link.getAttribute('data-url');
+    const emulator = new URL(authorizeUrl).origin;
+    step(`the demo's Feishu is at ${emulator}`);
+    await consent(authorizeUrl);
+    await waitForReply(browser, '明天的日程我看过了');
+
+    await send(browser, '帮我约个产品评审会');
+    const card = browser.$('[data-testid="approval-card"]');
+    await card.waitForDisplayed({ timeout: 30000 });
+    let cards = [];
+    await browser.waitUntil(
+      async () => {
+        cards = await json(`${emulator}/_emulator/cards`);
+        return cards.length === 1;
+      },
+      { timeout: 20000, timeoutMsg: 'no approval card reached Feishu' },
+    );
+    const sent = JSON.stringify(cards[0].card);
+    assert.match(sent, /产品评审会/, 'the Feishu card says what the app card says');
+    assert.match(sent, /张伟/);
+    await shot(browser, 'feishu-card-01-held');
+
+    const outcome = await json(`${emulator}/_emulator/cards/${cards[0].message_id}/click`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'approve' }),
+    });
+    assert.equal(outcome.toast?.type, 'success', JSON.stringify(outcome.response));
+    step('approved in Feishu');
+    await browser.waitUntil(async () => /已在飞书中批准/.test(await bodyText(browser)), {
+      timeout: 20000,
+      timeoutMsg: 'the app never showed the call as approved in Feishu',
+    });
+    await shot(browser, 'feishu-card-02-approved-in-feishu');
+    // Creating an event needs one more permission than reading: the app asks for it here.
+    await signInThroughCard(browser, 'feishu-card-02');
+    await waitForReply(browser, '已创建「产品评审会」');
+    await shot(browser, 'feishu-card-03-created');
+
+    // The Feishu card is final (no buttons) and a second tap decides nothing.
+    const after = await json(`${emulator}/_emulator/cards/${cards[0].message_id}`);
+    assert.doesNotMatch(JSON.stringify(after.card), /"tag":"button"/, 'no buttons left on the decided card');
+    assert.equal((await json(`${emulator}/_emulator/cards`)).length, 1, 'one card for one call');
+  });
+});
