@@ -30,6 +30,13 @@ struct Setup {
     user: String,
 }
 
+/// What the tests' meeting needs: reading the calendar, creating and updating its event.
+const CALENDAR_SCOPES: &[&str] = &[
+    "calendar:calendar:readonly",
+    "calendar:calendar.event:create",
+    "calendar:calendar.event:update",
+];
+
 async fn sign_in_for(app: &Companion, scopes: &[&str]) {
     let mut events = app.subscribe();
     let ticket = app
@@ -84,15 +91,7 @@ async fn setup() -> Setup {
         reconnect_nonce: 0,
         ping_interval: 5,
     });
-    sign_in_for(
-        &app,
-        &[
-            "calendar:calendar:readonly",
-            "calendar:calendar.event:create",
-            "calendar:calendar.event:update",
-        ],
-    )
-    .await;
+    sign_in_for(&app, CALENDAR_SCOPES).await;
     let user = demo.feishu.seed().demo_user;
     assert!(
         demo.feishu
@@ -684,15 +683,7 @@ async fn open_real(
         app.apply_app_secret("real-secret").await.unwrap();
     }
     assert!(!app.is_demo());
-    sign_in_for(
-        &app,
-        &[
-            "calendar:calendar:readonly",
-            "calendar:calendar.event:create",
-            "calendar:calendar.event:update",
-        ],
-    )
-    .await;
+    sign_in_for(&app, CALENDAR_SCOPES).await;
     app
 }
 

@@ -240,6 +240,17 @@ impl Tenant {
         self.people.iter().find(|p| p.open_id == open_id)
     }
 
+    /// The person a message's `receive_id` names, read as its `receive_id_type` says (the same
+    /// for a user's send and the bot's).
+    pub(crate) fn person_by(&self, id_type: &str, id: &str) -> Option<&Person> {
+        self.people.iter().find(|p| match id_type {
+            "union_id" => p.union_id == id,
+            "user_id" => p.user_id == id,
+            "email" => p.email == id,
+            _ => p.open_id == id,
+        })
+    }
+
     pub(crate) fn name_of(&self, open_id: &str) -> String {
         self.person(open_id)
             .map(|p| p.name.clone())

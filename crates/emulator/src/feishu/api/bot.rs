@@ -200,14 +200,7 @@ pub(crate) fn send_as_bot(
         (chat.chat_id.clone(), person.unwrap_or_default())
     } else {
         let person = tenant
-            .people
-            .iter()
-            .find(|p| match id_type.as_str() {
-                "union_id" => p.union_id == receive_id,
-                "user_id" => p.user_id == receive_id,
-                "email" => p.email == receive_id,
-                _ => p.open_id == receive_id,
-            })
+            .person_by(&id_type, &receive_id)
             .ok_or_else(|| ApiError::new(400, 230034, "The receive_id is invalid."))?
             .open_id
             .clone();

@@ -468,14 +468,7 @@ pub(crate) async fn send(
         chat.chat_id.clone()
     } else {
         let person = tenant
-            .people
-            .iter()
-            .find(|p| match id_type.as_str() {
-                "union_id" => p.union_id == receive_id,
-                "user_id" => p.user_id == receive_id,
-                "email" => p.email == receive_id,
-                _ => p.open_id == receive_id,
-            })
+            .person_by(&id_type, &receive_id)
             .ok_or_else(invalid_receiver)?
             .open_id
             .clone();
