@@ -68,6 +68,8 @@ test('a card approved in Feishu decides the call in the app, once', async () => 
     });
     assert.equal(outcome.toast?.type, 'success', JSON.stringify(outcome.response));
     step('approved in Feishu');
+    // The call goes straight on to ask for the create permission; its sign-in card says it was
+    // approved in Feishu too, so the line stays whichever card is showing when it is read.
     await browser.waitUntil(async () => /已在飞书中批准/.test(await bodyText(browser)), {
       timeout: 20000,
       timeoutMsg: 'the app never showed the call as approved in Feishu',
@@ -77,6 +79,8 @@ test('a card approved in Feishu decides the call in the app, once', async () => 
     await signInThroughCard(browser, 'feishu-card-02');
     await waitForReply(browser, '已创建「产品评审会」');
     await shot(browser, 'feishu-card-03-created');
+    const lines = await browser.$$('[data-testid="item-tool"] [data-testid="decision-line"]').map((l) => l.getProperty('textContent'));
+    assert.deepEqual(lines, ['已在飞书中批准'], 'the done call still says where it was approved');
 
     // The Feishu card is final (no buttons) and a second tap decides nothing.
     const after = await json(`${emulator}/_emulator/cards/${cards[0].message_id}`);

@@ -36,3 +36,37 @@ for (const [locale, lang] of [['zh-CN', 'zh'], ['en-US', 'en']]) {
     assert.deepEqual(page.errors, []);
   });
 }
+
+for (const [locale, lang] of [['zh-CN', 'zh'], ['en-US', 'en']]) {
+  test(`a write approved in Feishu that then needs a permission says it was approved (${lang})`, async () => {
+    const page = await open({ opts: { signedIn: true }, locale });
+    // As the engine leaves it: approved on the phone, then short of the create permission.
+    const id = await page.evaluate(() =>
+      window.__fake.propose({
+        tool: 'create_calendar_event',
+        status: 'awaiting_auth',
+        pending: true,
+        verdict: 'approved',
+        decided_by: 'user:feishu',
+        scopes: [{ scope: 'calendar:calendar', label: { zh: '创建和修改日程', en: 'Create and change events' } }],
+      }),
+    );
+    const card = page.locator(`[data-testid="auth-card"][data-call-id="${id}"]`);
+    await card.waitFor();
+    assert.equal(
+      await card.getByTestId('decision-line').innerText(),
+      lang === 'zh' ? '已在飞书中批准' : 'Approved in Feishu',
+    );
+    await card.scrollIntoViewIfNeeded();
+    await card.screenshot({ path: new URL(`./artifacts/auth-after-feishu-approval-${lang}.png`, import.meta.url).pathname });
+
+    // A call not yet decided (a read that needs a permission) claims no approval.
+    const read = await page.evaluate(() =>
+      window.__fake.propose({ call_id: 'read1', tool: 'list_tasks', status: 'awaiting_auth', requires_approval: false }),
+    );
+    const readCard = page.locator(`[data-testid="auth-card"][data-call-id="${read}"]`);
+    await readCard.waitFor();
+    assert.equal(await readCard.getByTestId('decision-line').count(), 0);
+    assert.deepEqual(page.errors, []);
+  });
+}
