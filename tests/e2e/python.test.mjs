@@ -160,16 +160,20 @@ describe('Python tools and callbacks written in the app', () => {
     assert.equal(posts.length, 1);
     assert.deepEqual(JSON.parse(posts[0].body), { title: '周会', body: '周五发布新版本' });
     await browser.$('[data-testid="nav-audit"]').click();
+    let rows = [];
     await browser.waitUntil(
       async () => {
+        rows = [];
         for (const row of await browser.$$('[data-testid="audit-row"]')) {
           const t = String(await row.getProperty('textContent'));
-          if (/save_note\.py/.test(t)) return true;
+          if (/save_note/.test(t)) rows.push(t);
         }
-        return false;
+        return rows.some((t) => /已完成/.test(t));
       },
-      { timeout: 10000, timeoutMsg: 'no audit entry names the Python file' },
+      { timeout: 10000, timeoutMsg: 'no audit entry says the Python call completed' },
     );
+    // Every row of the call names the file and function: requested, approved, sent, completed.
+    for (const t of rows) assert.match(t, /save_note\.py · def save_note/, t);
     await shot(browser, 'py-04-audit');
   });
 

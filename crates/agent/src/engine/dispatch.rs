@@ -165,10 +165,7 @@ impl Engine {
                     Some(&call),
                     "call.dispatched",
                     &format!("agent:{}", call.agent_name),
-                    super::gate::with_source(
-                        json!({"args": args, "attempt": n, "idempotency_key": call.idempotency_key}),
-                        tool.as_ref(),
-                    ),
+                    json!({"args": args, "attempt": n, "idempotency_key": call.idempotency_key}),
                 );
                 self.commit(
                     s,

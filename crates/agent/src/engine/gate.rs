@@ -263,10 +263,7 @@ impl Engine {
                         Some(&record),
                         "approval.requested",
                         &format!("agent:{}", agent.name),
-                        with_source(
-                            json!({"args": record.args, "expires_at": record.expires_at}),
-                            tool.as_ref(),
-                        ),
+                        json!({"args": record.args, "expires_at": record.expires_at}),
                     ));
                 }
             }
@@ -402,13 +399,4 @@ impl Engine {
     pub fn audit_trail(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>, EngineError> {
         Ok(self.inner.store.audit(filter)?)
     }
-}
-
-/// Adds the tool's `source` (a user's Python file and function) to an audit entry's detail, so
-/// the trail says whose code a call ran; the app's own tools have none and add nothing.
-pub(super) fn with_source(mut detail: Value, tool: &dyn crate::tool::AgentTool) -> Value {
-    if let (Some(source), Value::Object(map)) = (tool.source(), &mut detail) {
-        map.insert("source".to_owned(), source);
-    }
-    detail
 }

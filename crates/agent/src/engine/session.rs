@@ -219,8 +219,29 @@ impl Engine {
             tool: call.map(|c| c.tool.clone()),
             kind: kind.to_owned(),
             actor: actor.to_owned(),
-            detail,
+            detail: match call {
+                Some(call) => self.with_source(call, detail),
+                None => detail,
+            },
         }
+    }
+
+    /// Adds the tool's `source` (a user's Python file and function) to the detail of a call's
+    /// audit row. Done here, for every row of a call, so that none of them — held, decided,
+    /// sent, answered, failed, cancelled — names only the tool while the others name the file;
+    /// the app's own tools have no source and add nothing.
+    fn with_source(&self, call: &CallRecord, mut detail: Value) -> Value {
+        if let Value::Object(map) = &mut detail
+            && !map.contains_key("source")
+            && let Some(source) = self
+                .node(&call.agent_name)
+                .agent
+                .tool(&call.tool)
+                .and_then(|tool| tool.source())
+        {
+            map.insert("source".to_owned(), source);
+        }
+        detail
     }
 
     pub(super) fn start_running(&self, session_id: &str) -> Result<CancellationToken, EngineError> {

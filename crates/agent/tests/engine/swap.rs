@@ -112,9 +112,11 @@ async fn an_agent_tree_with_two_agents_of_one_name_is_refused_and_the_old_one_ke
     assert_eq!(h.engine.agent().instruction, "You help with Feishu.");
 }
 
-/// A tool that says where its code comes from, as a user's Python tool does.
+/// A tool that says where its code comes from, as a user's Python tool does; `fails` makes
+/// its run fail, as a Python tool that raises does.
 struct SourcedTool {
     runs: Runs,
+    fails: bool,
 }
 
 #[async_trait::async_trait]
@@ -139,6 +141,11 @@ impl AgentTool for SourcedTool {
             .lock()
             .unwrap()
             .push((ctx.idempotency_key.clone(), args));
+        if self.fails {
+            return ToolResult::new(ToolOutcome::Failed)
+                .with_content("ValueError: the notebook is full")
+                .into();
+        }
         ToolReturn::from(json!({"saved": true}))
     }
 }
@@ -146,7 +153,10 @@ impl AgentTool for SourcedTool {
 #[tokio::test]
 async fn the_audit_names_a_user_tools_file_and_function_when_it_is_held_and_dispatched() {
     let runs: Runs = Arc::default();
-    let tool = SourcedTool { runs: runs.clone() };
+    let tool = SourcedTool {
+        runs: runs.clone(),
+        fails: false,
+    };
     let h = harness_with(
         ScriptedModel::new(vec![
             call("save_note", json!({"title": "周会"})),
@@ -189,4 +199,63 @@ async fn the_audit_names_a_user_tools_file_and_function_when_it_is_held_and_disp
         .collect();
     assert!(own.iter().any(|a| a.kind == "call.dispatched"));
     assert!(own.iter().all(|a| a.detail.get("source").is_none()));
+}
+
+/// Every row of a user tool's call names its file, the answer's too: the trail showed the file
+/// on the held and sent rows but only the tool's name on the completed one, whether the call
+/// succeeded, failed or was rejected.
+#[tokio::test]
+async fn every_audit_row_of_a_user_tools_call_names_its_file_completed_failed_or_rejected() {
+    let source = json!({"python_file": "notes.py", "function": "save_note"});
+    for fails in [false, true] {
+        let runs: Runs = Arc::default();
+        let h = harness_with(
+            ScriptedModel::new(vec![
+                call("save_note", json!({"title": "周会"})),
+                say("好。"),
+                call("save_note", json!({"title": "周报"})),
+                say("好，不记了。"),
+            ]),
+            |b| {
+                b.tool(SourcedTool {
+                    runs: runs.clone(),
+                    fails,
+                })
+            },
+        );
+        h.send("记一条笔记").await;
+        let held = h.only_pending();
+        h.engine
+            .decide(&held.call_id, Decision::Approve)
+            .await
+            .unwrap();
+        h.send("再记一条").await;
+        let held = h.only_pending();
+        h.engine
+            .decide(&held.call_id, Decision::Reject { reason: None })
+            .await
+            .unwrap();
+        assert_eq!(runs.lock().unwrap().len(), 1);
+        let audit = h.engine.audit_trail(&AuditFilter::default()).unwrap();
+        let rows: Vec<_> = audit
+            .iter()
+            .filter(|a| a.tool.as_deref() == Some("save_note"))
+            .collect();
+        let kinds: Vec<&str> = rows.iter().map(|a| a.kind.as_str()).collect();
+        for kind in [
+            "approval.requested",
+            "approval.approved",
+            "call.dispatched",
+            "call.completed",
+            "approval.rejected",
+        ] {
+            assert!(kinds.contains(&kind), "no {kind} row: {kinds:?}");
+        }
+        let completed = rows.iter().find(|a| a.kind == "call.completed").unwrap();
+        let outcome = if fails { "failed" } else { "completed" };
+        assert_eq!(completed.detail["outcome"], outcome, "{}", completed.detail);
+        for row in &rows {
+            assert_eq!(row.detail["source"], source, "{}: {}", row.kind, row.detail);
+        }
+    }
 }
