@@ -55,7 +55,7 @@ fn handle<R: Runtime>(app: &AppHandle<R>, companion: &Companion, event: &UiEvent
         signin::finished(app, &shell);
     }
     // "Open in app" on a card in Feishu: the window comes forward, and the UI shows the call.
-    if let UiEvent::OpenCall { .. } = event {
+    if let UiEvent::OpenCall { .. } | UiEvent::OpenInbox = event {
         crate::windows::show_main(app);
     }
     if let Some(view) = UiEventView::from_event(event) {

@@ -38,6 +38,8 @@ pub enum UiEvent {
         /// The call.
         call_id: String,
     },
+    /// "Open in app" was pressed on the summary card in Feishu: show the app at its inbox.
+    OpenInbox,
 }
 
 /// Where a sign-in stands.
@@ -613,6 +615,11 @@ impl Companion {
         let _ = self.inner.events.send(UiEvent::OpenCall {
             call_id: call_id.to_owned(),
         });
+    }
+
+    /// Asks the window to show the inbox ("Open in app" on the summary card in Feishu).
+    pub(crate) fn emit_open_inbox(&self) {
+        let _ = self.inner.events.send(UiEvent::OpenInbox);
     }
 
     /// Tells the UI where a sign-in stands.

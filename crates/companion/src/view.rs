@@ -784,6 +784,8 @@ pub enum UiEventView {
         /// The call.
         call_id: String,
     },
+    /// Show the inbox ("Open in app" on the summary card in Feishu).
+    OpenInbox,
 }
 
 impl UiEventView {
@@ -797,6 +799,7 @@ impl UiEventView {
             crate::UiEvent::OpenCall { call_id } => Some(UiEventView::OpenCall {
                 call_id: call_id.clone(),
             }),
+            crate::UiEvent::OpenInbox => Some(UiEventView::OpenInbox),
             crate::UiEvent::Engine(e) => match &**e {
                 EngineEvent::Event { session_id, event } if event.partial => {
                     let text = event.content.as_ref().map(Content::text)?;

@@ -605,31 +605,157 @@ async fn a_request_called_off_by_a_new_message_turns_its_card_grey() {
     assert_eq!(s.demo.feishu.events_created(), 0);
 }
 
+fn title(card: &BotCard) -> String {
+    card.card["header"]["title"]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The summary card of a burst, and the approval cards, in the user's chat.
+fn summary_and_cards(s: &Setup) -> (Vec<BotCard>, Vec<BotCard>) {
+    s.demo
+        .feishu
+        .bot_cards(Some(&s.user))
+        .into_iter()
+        .partition(|c| {
+            let t = title(c);
+            t.contains("项等待你批准") || t == "都已处理"
+        })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn many_waiting_requests_do_not_flood_the_chat() {
+async fn a_burst_beyond_the_cap_waits_in_one_summary_card_updated_as_it_drains() {
     let s = setup().await;
     let cap = companion::remote_approval::MAX_OPEN_CARDS;
-    for _ in 0..cap {
+    for _ in 0..cap + 1 {
         s.app
             .send_choosing(&s.session, "再约一个评审会", false)
             .await
             .unwrap();
     }
-    let waiting = s.app.pending().unwrap().len();
-    assert_eq!(waiting, cap + 1, "every request waits in the app");
-    let view = eventually("one request queued behind the cap", || {
+    let waiting: Vec<String> = s
+        .app
+        .pending()
+        .unwrap()
+        .into_iter()
+        .map(|c| c.call_id)
+        .collect();
+    assert_eq!(waiting.len(), cap + 2, "every request waits in the app");
+    assert_eq!(waiting[0], s.call_id);
+
+    // Seven waiting: five cards, and one summary saying two more wait.
+    let summary = eventually("five cards and a summary saying 2", || {
+        let (summaries, cards) = summary_and_cards(&s);
+        (cards.len() == cap
+            && summaries.len() == 1
+            && title(&summaries[0]) == "还有 2 项等待你批准")
+            .then(|| summaries[0].clone())
+    })
+    .await;
+    let lines = summary.card["body"]["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["text"]["content"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("· "))
+        })
+        .count();
+    assert_eq!(lines, 2, "it names both: {}", summary.card);
+    assert!(has_buttons(&summary.card));
+    // The status follows once the round that sent it ends.
+    eventually("Settings to count two queued", || {
         let view = s.app.remote_approval_view();
-        (view.open_cards as usize == cap && view.queued == 1).then_some(view)
+        (view.open_cards as usize == cap && view.queued == 2).then_some(())
     })
     .await;
-    assert_eq!(view.error, None);
-    assert_eq!(s.demo.feishu.bot_cards(Some(&s.user)).len(), cap);
-    // Deciding one makes room for the one that waited.
-    s.app.decide(&s.call_id, Decision::Approve).await.unwrap();
-    eventually("the held-back card", || {
-        (s.demo.feishu.bot_cards(Some(&s.user)).len() == cap + 1).then_some(())
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let page = reqwest::get(format!(
+        "{}/_emulator/cards/preview?open_id={}",
+        s.demo.feishu.base_url(),
+        s.user
+    ))
+    .await
+    .unwrap()
+    .text()
+    .await
+    .unwrap();
+    assert!(page.contains("还有 2 项等待你批准"), "the preview draws it");
+
+    // Its "Open in app" opens the app's inbox.
+    let mut ui = s.app.subscribe();
+    let opened = s
+        .demo
+        .feishu
+        .click_card(&summary.message_id, click("open_inbox"))
+        .await
+        .unwrap();
+    assert_eq!(opened.toast.unwrap()["type"], "info");
+    tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            if let Ok(UiEvent::OpenInbox) = ui.recv().await {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("the inbox opens");
+
+    // One decided: the oldest held back gets its own card, and the same summary says one.
+    s.app.decide(&waiting[0], Decision::Approve).await.unwrap();
+    let after_one = eventually("a sixth card and the summary saying 1", || {
+        let (summaries, cards) = summary_and_cards(&s);
+        (cards.len() == cap + 1
+            && summaries.len() == 1
+            && title(&summaries[0]) == "还有 1 项等待你批准")
+            .then(|| summaries[0].clone())
     })
     .await;
+    assert_eq!(
+        after_one.message_id, summary.message_id,
+        "updated, not sent again"
+    );
+    assert_eq!(after_one.versions.last().unwrap().source, "patch");
+    let (_, cards) = summary_and_cards(&s);
+    assert!(
+        cards
+            .last()
+            .unwrap()
+            .card
+            .to_string()
+            .contains(&waiting[cap]),
+        "the sixth card is the oldest held back"
+    );
+
+    // Another decided: nothing waits beyond the open cards, and the summary says so, final.
+    s.app.decide(&waiting[1], Decision::Approve).await.unwrap();
+    let done = eventually("the summary final", || {
+        let (summaries, cards) = summary_and_cards(&s);
+        (cards.len() == cap + 2 && title(&summaries[0]) == "都已处理").then(|| summaries[0].clone())
+    })
+    .await;
+    assert_eq!(done.message_id, summary.message_id);
+    assert!(!has_buttons(&done.card), "no buttons once all are handled");
+    assert_eq!(done.card["header"]["template"], "grey");
+    let sources: Vec<&str> = done.versions.iter().map(|v| v.source.as_str()).collect();
+    assert_eq!(sources.first(), Some(&"send"));
+    assert!(
+        sources[1..].iter().all(|s| *s == "patch") && (3..=4).contains(&sources.len()),
+        "one card, patched as the count changed: {sources:?}"
+    );
+    // Later rounds leave the final summary alone.
+    s.app.remote_sync().await;
+    let view = s.app.remote_approval_view();
+    assert_eq!(
+        (view.open_cards as usize, view.queued),
+        (cap, 0),
+        "{view:?}"
+    );
+    let (summaries, _) = summary_and_cards(&s);
+    assert_eq!(summaries.len(), 1);
+    assert_eq!(summaries[0].versions.len(), sources.len());
 }
 
 /// The user's own Feishu app (an emulator standing in for open.feishu.cn) and model, on `dir`.

@@ -496,6 +496,10 @@ class Store {
         else this.view = 'inbox';
         break;
       }
+      case 'open_inbox':
+        // "Open in app" on the summary card in Feishu (more waiting than the chat shows).
+        this.view = 'inbox';
+        break;
       case 'sign_in':
         this.signIn = ev.status;
         if (ev.status.state === 'signed_in') {

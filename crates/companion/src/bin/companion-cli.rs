@@ -294,6 +294,9 @@ async fn print_events(mut events: tokio::sync::broadcast::Receiver<UiEvent>) {
             UiEvent::OpenCall { call_id } => {
                 println!("\n◆ 飞书中点了「在应用中打开」/ opened from Feishu: {call_id}")
             }
+            UiEvent::OpenInbox => {
+                println!("\n◆ 飞书中点了「在应用中打开」/ opened from Feishu: the inbox")
+            }
         }
     }
 }

@@ -77,14 +77,21 @@ fn read_click(payload: &Value) -> Option<Click> {
         other => other.clone(),
     };
     let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_owned);
+    let named = text(&value, "action").as_deref().and_then(Action::parse);
+    // The summary's "Open in app" names no call; every other button names one.
+    let call_id = match text(&value, "call_id") {
+        Some(id) => id,
+        None if named == Some(Action::OpenInbox) => String::new(),
+        None => return None,
+    };
     Some(Click {
         operator: event
             .get("operator")
             .and_then(|o| text(o, "open_id"))
             .unwrap_or_default(),
-        call_id: text(&value, "call_id")?,
+        call_id,
         args_hash: text(&value, "args_hash").unwrap_or_default(),
-        action: text(&value, "action").as_deref().and_then(Action::parse),
+        action: named,
         reason: action
             .get("form_value")
             .and_then(|f| text(f, card::REASON_FIELD))
@@ -121,6 +128,15 @@ impl Companion {
                 lang,
                 "只有登录飞书助手的本人可以处理这个请求。",
                 "Only the person signed in to Feishu Companion can decide this.",
+            )}));
+        }
+        if click.action == Some(Action::OpenInbox) {
+            self.emit_open_inbox();
+            return Some(json!({"toast": toast(
+                "info",
+                lang,
+                "已在电脑上的飞书助手中打开收件箱。",
+                "Opened the inbox in Feishu Companion on your computer.",
             )}));
         }
         let store = self.store();
@@ -297,5 +313,11 @@ mod tests {
         let mut no_call = payload;
         no_call["event"]["action"]["value"] = json!({"action": "approve"});
         assert!(read_click(&no_call).is_none());
+        no_call["event"]["action"]["value"] = json!({"action": "open_inbox"});
+        assert_eq!(
+            read_click(&no_call).unwrap().action,
+            Some(Action::OpenInbox),
+            "the summary's button names no call"
+        );
     }
 }

@@ -55,7 +55,7 @@ impl Lang {
         }
     }
 
-    fn t(self, zh: &str, en: &str) -> String {
+    pub(super) fn t(self, zh: &str, en: &str) -> String {
         match self {
             Lang::Zh => zh.to_owned(),
             Lang::En => en.to_owned(),
@@ -72,6 +72,8 @@ pub enum Action {
     Reject,
     /// Bring the app to the front, at this call.
     Open,
+    /// Bring the app to the front, at its inbox (the summary card of calls held back).
+    OpenInbox,
 }
 
 impl Action {
@@ -81,6 +83,7 @@ impl Action {
             Action::Approve => "approve",
             Action::Reject => "reject",
             Action::Open => "open",
+            Action::OpenInbox => "open_inbox",
         }
     }
 
@@ -90,6 +93,7 @@ impl Action {
             "approve" => Some(Action::Approve),
             "reject" => Some(Action::Reject),
             "open" => Some(Action::Open),
+            "open_inbox" => Some(Action::OpenInbox),
             _ => None,
         }
     }
@@ -109,15 +113,15 @@ pub struct CardContext {
 /// The form's field for a rejection's reason.
 pub const REASON_FIELD: &str = "reason";
 
-fn plain(content: impl Into<String>) -> Value {
+pub(super) fn plain(content: impl Into<String>) -> Value {
     json!({"tag": "plain_text", "content": content.into()})
 }
 
-fn line(content: impl Into<String>) -> Value {
+pub(super) fn line(content: impl Into<String>) -> Value {
     json!({"tag": "div", "text": plain(content)})
 }
 
-fn grey_line(content: impl Into<String>) -> Value {
+pub(super) fn grey_line(content: impl Into<String>) -> Value {
     json!({"tag": "div", "text": {"tag": "plain_text", "content": content.into(), "text_color": "grey", "text_size": "notation"}})
 }
 
@@ -132,7 +136,8 @@ pub fn clock(ms: i64, tz: &jiff::tz::TimeZone) -> String {
         .unwrap_or_default()
 }
 
-fn summary(call: &CallView, lang: Lang) -> String {
+/// A call's one-line summary (its tool's title when it has none).
+pub(super) fn summary(call: &CallView, lang: Lang) -> String {
     call.preview
         .as_ref()
         .map(|p| lang.pick(&p.summary))
@@ -176,7 +181,12 @@ fn high_risk(call: &CallView) -> bool {
     call.preview.as_ref().is_some_and(|p| p.risk == "high")
 }
 
-fn header(title: String, subtitle: String, template: &str, tag: Option<(String, &str)>) -> Value {
+pub(super) fn header(
+    title: String,
+    subtitle: String,
+    template: &str,
+    tag: Option<(String, &str)>,
+) -> Value {
     let mut header = json!({
         "title": plain(title),
         "subtitle": plain(subtitle),

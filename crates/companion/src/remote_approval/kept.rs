@@ -17,19 +17,22 @@ pub(super) struct KeptCards {
     pub(super) app_id: String,
     /// Call id → message id, for cards that still show buttons.
     pub(super) cards: BTreeMap<String, String>,
+    /// The summary of the calls held back by the cap, while it shows its button.
+    #[serde(default)]
+    pub(super) summary: Option<super::summary::SummaryCard>,
 }
 
 /// The kept cards of the app `key`; none when the file is missing, unreadable or another app's.
-pub(super) fn load(path: &Path, key: &(String, String)) -> BTreeMap<String, String> {
+pub(super) fn load(path: &Path, key: &(String, String)) -> KeptCards {
     let Ok(bytes) = std::fs::read(path) else {
-        return BTreeMap::new();
+        return KeptCards::default();
     };
     match serde_json::from_slice::<KeptCards>(&bytes) {
-        Ok(kept) if kept.open == key.0 && kept.app_id == key.1 => kept.cards,
-        Ok(_) => BTreeMap::new(),
+        Ok(kept) if kept.open == key.0 && kept.app_id == key.1 => kept,
+        Ok(_) => KeptCards::default(),
         Err(e) => {
             tracing::warn!(error = %e, "the kept Feishu cards cannot be read; starting without them");
-            BTreeMap::new()
+            KeptCards::default()
         }
     }
 }
@@ -57,16 +60,36 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cards.json");
         let key = ("https://open.feishu.cn/".to_owned(), "cli_a".to_owned());
-        assert!(load(&path, &key).is_empty(), "no file yet");
+        assert_eq!(load(&path, &key), KeptCards::default(), "no file yet");
         let kept = KeptCards {
             open: key.0.clone(),
             app_id: key.1.clone(),
             cards: BTreeMap::from([("fc_1".to_owned(), "om_1".to_owned())]),
+            summary: Some(super::super::summary::SummaryCard {
+                message_id: "om_2".into(),
+                count: 2,
+                lines: vec!["约评审会".into()],
+            }),
         };
         save(&path, &kept);
-        assert_eq!(load(&path, &key), kept.cards);
-        assert!(load(&path, &(key.0.clone(), "cli_b".to_owned())).is_empty());
+        assert_eq!(load(&path, &key), kept);
+        assert_eq!(
+            load(&path, &(key.0.clone(), "cli_b".to_owned())),
+            KeptCards::default()
+        );
+        // A file kept before summaries existed still reads.
+        std::fs::write(
+            &path,
+            serde_json::json!({"open": key.0, "app_id": key.1, "cards": {"fc_1": "om_1"}})
+                .to_string(),
+        )
+        .unwrap();
+        assert_eq!(load(&path, &key).cards.len(), 1);
         std::fs::write(&path, b"{not json").unwrap();
-        assert!(load(&path, &key).is_empty(), "a damaged file starts afresh");
+        assert_eq!(
+            load(&path, &key),
+            KeptCards::default(),
+            "a damaged file starts afresh"
+        );
     }
 }

@@ -102,7 +102,9 @@ impl Companion {
             super::kept::load(&self.kept_cards_file(), &key)
         };
         let mut state = lock(&remote.state);
+        state.summary = kept.summary;
         state.cards = kept
+            .cards
             .into_iter()
             .map(|(call_id, message_id)| {
                 (

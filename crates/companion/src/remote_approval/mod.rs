@@ -14,12 +14,13 @@
 //! unreachable, an outage) stays to do and is tried again on the next round, so nothing is lost
 //! while the status in Settings says what is queued. At most [`MAX_OPEN_CARDS`] cards wait in
 //! the chat at once; the rest follow as those are decided, so a burst of writes does not flood
-//! the chat.
+//! the chat, and one summary card ([`summary`]) says meanwhile how many more wait.
 
 pub mod callback;
 pub mod card;
 mod kept;
 mod link;
+pub mod summary;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -121,6 +122,8 @@ struct RemoteState {
     queued: u32,
     sending: bool,
     signed_in: bool,
+    /// The summary card of the calls held back by the cap, while it shows buttons.
+    summary: Option<summary::SummaryCard>,
 }
 
 impl std::fmt::Debug for Remote {
@@ -141,13 +144,22 @@ pub fn sending_now(settings: &RemoteApprovalSettings, unfocused_for: Option<Dura
 
 /// The `uuid` of a call's card: Feishu sends one message per uuid within an hour, so a send
 /// whose answer was lost and is tried again does not make a second card (at most 50 chars).
-fn send_uuid(call_id: &str) -> String {
-    let digest = Sha256::digest(call_id.as_bytes());
+fn send_uuid(name: &str) -> String {
+    let digest = Sha256::digest(name.as_bytes());
     format!("approval-{}", &hex(&digest)[..32])
 }
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Cards in the chat that still show buttons.
+fn open_cards(state: &RemoteState) -> usize {
+    state
+        .cards
+        .values()
+        .filter(|c| c.message_id.is_some() && !c.done)
+        .count()
 }
 
 impl Remote {
@@ -182,11 +194,7 @@ impl Companion {
         let remote = self.remote();
         let settings = self.settings().remote_approval;
         let state = lock(&remote.state);
-        let open_cards = state
-            .cards
-            .values()
-            .filter(|c| c.message_id.is_some() && !c.done)
-            .count() as u32;
+        let open_cards = open_cards(&state) as u32;
         let link_state = state.link.as_ref().map(|l| l.state());
         let (name, link_error) = match (&settings.enabled, state.signed_in, link_state) {
             (false, _, _) => ("off", None),
@@ -264,7 +272,7 @@ impl Companion {
         };
         lock(&remote.state).signed_in = open_id.is_some();
         let Some(open_id) = open_id else { return };
-        let bot = match self.ensure_link().await {
+        let bot = &match self.ensure_link().await {
             Ok(bot) => bot,
             Err(e) => {
                 lock(&remote.state).last_error = Some(e.to_string());
@@ -331,14 +339,14 @@ impl Companion {
         }
 
         // Calls waiting without a card: send them, up to the chat's cap.
+        let waiting: Vec<agent::CallRecord> = self
+            .pending()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|c| c.status == CallStatus::AwaitingApproval)
+            .collect();
         if sending {
-            let waiting: Vec<agent::CallRecord> = self
-                .pending()
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|c| c.status == CallStatus::AwaitingApproval)
-                .collect();
-            for record in waiting {
+            for record in &waiting {
                 let (has_card, open) = {
                     let state = lock(&remote.state);
                     (
@@ -346,11 +354,7 @@ impl Companion {
                             .cards
                             .get(&record.call_id)
                             .is_some_and(|c| c.message_id.is_some()),
-                        state
-                            .cards
-                            .values()
-                            .filter(|c| c.message_id.is_some() && !c.done)
-                            .count(),
+                        open_cards(&state),
                     )
                 };
                 if has_card {
@@ -360,8 +364,7 @@ impl Companion {
                     queued += 1;
                     continue;
                 }
-                let card =
-                    card::pending_card(&CallView::from(&record), &self.card_context(&record));
+                let card = card::pending_card(&CallView::from(record), &self.card_context(record));
                 match bot
                     .send_card(&open_id, &card, &send_uuid(&record.call_id))
                     .await
@@ -381,6 +384,29 @@ impl Companion {
                     }
                 }
             }
+        }
+
+        // The calls still without a card: one summary says how many, while the cap holds them.
+        let (held_back, cap_reached) = {
+            let state = lock(&remote.state);
+            let held_back: Vec<CallView> = waiting
+                .iter()
+                .filter(|r| {
+                    state
+                        .cards
+                        .get(&r.call_id)
+                        .is_none_or(|c| c.message_id.is_none())
+                })
+                .map(CallView::from)
+                .collect();
+            (held_back, open_cards(&state) >= MAX_OPEN_CARDS)
+        };
+        let burst = summary::Burst::of(&held_back, card::Lang::of(self.settings().language));
+        if !self
+            .sync_summary(bot, &open_id, &burst, sending && cap_reached, &mut errors)
+            .await
+        {
+            queued += 1;
         }
         {
             let mut state = lock(&remote.state);
@@ -417,6 +443,7 @@ impl Companion {
                     .filter(|(_, c)| !c.done)
                     .filter_map(|(id, c)| Some((id.clone(), c.message_id.clone()?)))
                     .collect(),
+                summary: state.summary.clone(),
             }
         };
         kept::save(&self.kept_cards_file(), &kept);
@@ -448,6 +475,8 @@ impl Companion {
                 Err(e) => tracing::warn!(error = %e, "a card could not be retired"),
             }
         }
+        self.retire_summary(bot).await;
+        self.keep_cards();
     }
 
     /// What a card of `record` is made with: the user's language and time zone, the hash of

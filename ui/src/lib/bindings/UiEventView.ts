@@ -54,4 +54,4 @@ status: SignInView, } | { "type": "open_call",
 /**
  * The call.
  */
-call_id: string, };
+call_id: string, } | { "type": "open_inbox" };
