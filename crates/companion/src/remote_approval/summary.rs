@@ -88,7 +88,8 @@ pub fn summary_card(burst: &Burst, lang: Lang) -> Value {
         "config": {"update_multi": true, "summary": {"content": title.clone()}},
         "header": header(
             title,
-            lang.t("飞书助手 · 等待你批准", "Feishu Companion · waiting for your approval"),
+            // The title already says they wait for approval.
+            lang.t("飞书助手", "Feishu Companion"),
             "orange",
             None,
         ),
