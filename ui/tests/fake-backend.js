@@ -170,9 +170,17 @@
     }
     ui({ type: 'items', session_id: sid, invocation_id: inv, items });
   }
+  // Approve from Feishu: the calls whose card waits in Feishu (the core's set).
+  let inFeishu = [...(opts.inFeishu || [])];
+  function setInFeishu(ids) {
+    inFeishu = [...ids].sort();
+    ui({ type: 'remote_cards', call_ids: inFeishu });
+  }
   function updateCall(c, over) {
     Object.assign(c, over, { updated_at: now() });
     ui({ type: 'call', call: JSON.parse(JSON.stringify(c)) });
+    // The core finishes a decided call's card in Feishu and says so.
+    if (!c.pending && inFeishu.includes(c.call_id)) setInFeishu(inFeishu.filter((id) => id !== c.call_id));
   }
   let running = {};
   function turn(sid, inv, status) {
@@ -376,8 +384,8 @@
     // Settings → Approve from Feishu (issue 18): connected once on and signed in, one card out.
     remote_approval_status: () =>
       settings.remote_approval.enabled
-        ? { state: account ? 'connected' : 'not_signed_in', error: null, queued: 0, open_cards: account ? 1 : 0, sending: settings.remote_approval.when === 'always' }
-        : { state: 'off', error: null, queued: 0, open_cards: 0, sending: false },
+        ? { state: account ? 'connected' : 'not_signed_in', error: null, queued: 0, open_cards: account ? 1 : 0, sending: settings.remote_approval.when === 'always', waiting_in_feishu: inFeishu }
+        : { state: 'off', error: null, queued: 0, open_cards: 0, sending: false, waiting_in_feishu: inFeishu },
     // Settings → Assistant (issue 16): the built-in instruction, two tools, no Python files yet.
     assistant: () => ({
       instruction: 'You are Feishu Companion.',
@@ -512,6 +520,10 @@
       pushItems(sid, c.invocation_id, [{ kind: 'tool', call_id: c.call_id, at: now(), tool: c.tool, title: c.title, args: c.args, result: null }]);
       updateCall(c, {});
       return c.call_id;
+    },
+    /** Approve from Feishu sent the call's card to Feishu (the core's remote_cards event). */
+    sendToFeishu(callId) {
+      setInFeishu([...inFeishu.filter((id) => id !== callId), callId]);
     },
     /** A pending call is decided somewhere else (another window, the notification, a rule). */
     resolve(callId, verdict = 'approved') {

@@ -70,3 +70,58 @@ for (const [locale, lang] of [['zh-CN', 'zh'], ['en-US', 'en']]) {
     assert.deepEqual(page.errors, []);
   });
 }
+
+for (const [locale, lang] of [['zh-CN', 'zh'], ['en-US', 'en']]) {
+  test(`the app's card and the inbox row say quietly when the call's card also waits in Feishu (${lang})`, async () => {
+    const line = lang === 'zh' ? '已同时发到飞书，可在手机上批准' : 'Also sent to Feishu — you can approve it on your phone';
+    const short = lang === 'zh' ? '已同时发到飞书' : 'Also in Feishu';
+    // p0's card was already in Feishu when the window opened: the status command says so.
+    const page = await open({ opts: { signedIn: true, pending: 2, inFeishu: ['p0'] }, locale });
+    const id = await page.evaluate(() =>
+      window.__fake.propose({
+        tool: 'create_calendar_event',
+        preview: {
+          summary: { zh: '在你的日历中创建日程「产品评审会」并发送邀请', en: 'Create the event “产品评审会” in your calendar and send invitations' },
+          risk: 'normal',
+          fields: [{ label: { zh: '参与人', en: 'Attendees' }, value: '张伟、李娜' }],
+          changes: [],
+        },
+      }),
+    );
+    const card = page.locator(`[data-testid="approval-card"][data-call-id="${id}"]`);
+    await card.waitFor();
+    assert.equal(await card.getByTestId('in-feishu').count(), 0, 'not sent yet: nothing said');
+
+    // The core sent its card: the line appears, from the event alone.
+    await page.evaluate((c) => window.__fake.sendToFeishu(c), id);
+    await card.getByTestId('in-feishu').waitFor();
+    assert.equal(await card.getByTestId('in-feishu').innerText(), line);
+    await card.scrollIntoViewIfNeeded();
+    await card.screenshot({ path: new URL(`./artifacts/approval-card-in-feishu-${lang}.png`, import.meta.url).pathname });
+
+    // The card in Feishu lost its buttons (approving from Feishu turned off): the line goes, the call still waits.
+    await page.evaluate(() => window.__fake.emit({ type: 'remote_cards', call_ids: ['p0'] }));
+    await card.getByTestId('in-feishu').waitFor({ state: 'detached' });
+    assert.equal(await card.count(), 1);
+
+    // Sent again, then decided here: the line goes with the decision.
+    await page.evaluate((c) => window.__fake.sendToFeishu(c), id);
+    await card.getByTestId('in-feishu').waitFor();
+    await card.getByTestId('approve').click();
+    await page.waitForFunction((c) => !document.querySelector(`[data-call-id="${c}"] [data-testid="in-feishu"]`), id);
+
+    // The inbox: p0's row says it (short, the whole sentence on hover), p1's says nothing.
+    await page.getByTestId('nav-inbox').click();
+    const row = (c) => page.locator(`[data-testid="inbox-row"][data-call-id="${c}"]`);
+    await row('p0').waitFor();
+    assert.equal(await row('p0').getByTestId('in-feishu').innerText(), short);
+    assert.equal(await row('p0').getByTestId('in-feishu').getAttribute('title'), line);
+    assert.equal(await row('p1').getByTestId('in-feishu').count(), 0);
+    await shot(page, `inbox-in-feishu-${lang}`);
+    // Decided elsewhere: the row goes, and with it the line.
+    await page.evaluate(() => window.__fake.resolve('p0'));
+    await row('p0').waitFor({ state: 'detached' });
+    assert.equal(await page.getByTestId('in-feishu').count(), 0);
+    assert.deepEqual(page.errors, []);
+  });
+}

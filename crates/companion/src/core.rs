@@ -40,6 +40,12 @@ pub enum UiEvent {
     },
     /// "Open in app" was pressed on the summary card in Feishu: show the app at its inbox.
     OpenInbox,
+    /// A card was sent to Feishu or finished there: the calls whose card now waits for a
+    /// decision in Feishu, all of them.
+    RemoteCards {
+        /// The calls, sorted.
+        call_ids: Vec<String>,
+    },
 }
 
 /// Where a sign-in stands.
@@ -620,6 +626,11 @@ impl Companion {
     /// Asks the window to show the inbox ("Open in app" on the summary card in Feishu).
     pub(crate) fn emit_open_inbox(&self) {
         let _ = self.inner.events.send(UiEvent::OpenInbox);
+    }
+
+    /// Tells the UI which calls' cards wait in Feishu now.
+    pub(crate) fn emit_remote_cards(&self, call_ids: Vec<String>) {
+        let _ = self.inner.events.send(UiEvent::RemoteCards { call_ids });
     }
 
     /// Tells the UI where a sign-in stands.

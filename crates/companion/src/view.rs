@@ -786,6 +786,11 @@ pub enum UiEventView {
     },
     /// Show the inbox ("Open in app" on the summary card in Feishu).
     OpenInbox,
+    /// The calls whose approval card waits in Feishu now (sent there, not yet finished).
+    RemoteCards {
+        /// The calls.
+        call_ids: Vec<String>,
+    },
 }
 
 impl UiEventView {
@@ -800,6 +805,9 @@ impl UiEventView {
                 call_id: call_id.clone(),
             }),
             crate::UiEvent::OpenInbox => Some(UiEventView::OpenInbox),
+            crate::UiEvent::RemoteCards { call_ids } => Some(UiEventView::RemoteCards {
+                call_ids: call_ids.clone(),
+            }),
             crate::UiEvent::Engine(e) => match &**e {
                 EngineEvent::Event { session_id, event } if event.partial => {
                     let text = event.content.as_ref().map(Content::text)?;

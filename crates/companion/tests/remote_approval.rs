@@ -251,6 +251,83 @@ async fn a_held_write_becomes_a_card_and_a_click_in_feishu_approves_it_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_app_hears_which_calls_wait_in_feishu_as_cards_are_sent_and_finished() {
+    let s = setup().await;
+    // The status command gives the set at start (the UI reads it once)…
+    assert_eq!(
+        s.app.remote_approval_view().waiting_in_feishu,
+        std::slice::from_ref(&s.call_id)
+    );
+    // …and every change comes as an event: a new card joins, a decided one leaves.
+    let mut ui = s.app.subscribe();
+    let mut next_set = async || {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                if let Ok(UiEvent::RemoteCards { call_ids }) = ui.recv().await {
+                    return call_ids;
+                }
+            }
+        })
+        .await
+        .expect("a RemoteCards event")
+    };
+    s.app
+        .send_choosing(&s.session, "再约一个评审会", false)
+        .await
+        .unwrap();
+    let second = s
+        .app
+        .pending()
+        .unwrap()
+        .into_iter()
+        .map(|c| c.call_id)
+        .find(|id| *id != s.call_id)
+        .unwrap();
+    let mut both = vec![s.call_id.clone(), second.clone()];
+    both.sort();
+    assert_eq!(next_set().await, both, "sent: both wait in Feishu");
+    s.app.decide(&second, Decision::Approve).await.unwrap();
+    assert_eq!(
+        next_set().await,
+        std::slice::from_ref(&s.call_id),
+        "finished: it left"
+    );
+    let outcome = s
+        .demo
+        .feishu
+        .click_card(&s.card.message_id, click("approve"))
+        .await
+        .unwrap();
+    assert_eq!(outcome.toast.unwrap()["type"], "success");
+    assert_eq!(next_set().await, Vec::<String>::new(), "decided in Feishu");
+    assert!(s.app.remote_approval_view().waiting_in_feishu.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn turning_it_off_leaves_no_call_said_to_wait_in_feishu() {
+    let s = setup().await;
+    // Even when the card cannot be retired (Feishu refuses the update), no click there can
+    // arrive any more: the app must not say it can be approved on the phone.
+    s.demo.feishu.inject_fault(
+        Fault::server_error(500)
+            .on("/open-apis/im/v1/messages/{message_id}")
+            .times(1000),
+    );
+    let mut settings = s.app.settings();
+    settings.remote_approval.enabled = false;
+    s.app.apply_settings(settings).await.unwrap();
+    eventually("nothing waiting in Feishu", || {
+        s.app
+            .remote_approval_view()
+            .waiting_in_feishu
+            .is_empty()
+            .then_some(())
+    })
+    .await;
+    assert_eq!(status(&s.app, &s.call_id), CallStatus::AwaitingApproval);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_decision_in_the_app_updates_the_card_and_a_later_click_there_decides_nothing() {
     let s = setup().await;
     // The card's update fails for a while (Feishu trouble), so the card still has its buttons

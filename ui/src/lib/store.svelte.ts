@@ -67,6 +67,8 @@ class Store {
   alwaysIds = $state.raw<Set<string>>(new Set());
   /** Calls that started to wait while the user looked elsewhere (the attention notice), oldest first. */
   attentionIds = $state.raw<string[]>([]);
+  /** Calls whose approval card also waits in Feishu (Approve from Feishu): the core says so at start and on every change. */
+  inFeishu = $state.raw<Set<string>>(new Set());
 
   lang: Lang = $derived(resolveLang(this.langSetting, this.navLang));
   theme: 'light' | 'dark' = $derived(
@@ -151,6 +153,11 @@ class Store {
       this.refreshSessions(),
     ]);
     for (const r of results) if (r.status === 'rejected') this.fail(r.reason);
+    // Which cards wait in Feishu: once here, then from events. Not worth an error if it fails.
+    api
+      .remoteApprovalStatus()
+      .then((s) => (this.inFeishu = new Set(s.waiting_in_feishu)))
+      .catch(() => {});
     try {
       await api.onEvent((ev) => this.onEvent(ev));
       await api.onOpen((req) => this.onOpen(req));
@@ -496,6 +503,9 @@ class Store {
         else this.view = 'inbox';
         break;
       }
+      case 'remote_cards':
+        this.inFeishu = new Set(ev.call_ids);
+        break;
       case 'open_inbox':
         // "Open in app" on the summary card in Feishu (more waiting than the chat shows).
         this.view = 'inbox';

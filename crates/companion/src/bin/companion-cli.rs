@@ -297,6 +297,8 @@ async fn print_events(mut events: tokio::sync::broadcast::Receiver<UiEvent>) {
             UiEvent::OpenInbox => {
                 println!("\n◆ 飞书中点了「在应用中打开」/ opened from Feishu: the inbox")
             }
+            // The terminal shows no cards to mark.
+            UiEvent::RemoteCards { .. } => {}
         }
     }
 }

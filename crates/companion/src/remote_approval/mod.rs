@@ -89,6 +89,9 @@ pub struct RemoteApprovalView {
     pub open_cards: u32,
     /// Whether cards go out now (always, or the user has been away long enough).
     pub sending: bool,
+    /// The calls whose card waits for a decision in Feishu now, sorted (the app's card and
+    /// inbox row say so; [`crate::UiEvent::RemoteCards`] tells of every change).
+    pub waiting_in_feishu: Vec<String>,
 }
 
 /// One call's card in Feishu.
@@ -124,6 +127,8 @@ struct RemoteState {
     signed_in: bool,
     /// The summary card of the calls held back by the cap, while it shows buttons.
     summary: Option<summary::SummaryCard>,
+    /// The calls with a card waiting in Feishu, as the UI was last told.
+    announced: Vec<String>,
 }
 
 impl std::fmt::Debug for Remote {
@@ -160,6 +165,22 @@ fn open_cards(state: &RemoteState) -> usize {
         .values()
         .filter(|c| c.message_id.is_some() && !c.done)
         .count()
+}
+
+/// The calls whose card shows buttons in the chat, sorted; none without the long connection
+/// (turned off: a click there could no longer arrive).
+fn waiting_in_feishu(state: &RemoteState) -> Vec<String> {
+    if state.link.is_none() {
+        return Vec::new();
+    }
+    let mut ids: Vec<String> = state
+        .cards
+        .iter()
+        .filter(|(_, c)| c.message_id.is_some() && !c.done)
+        .map(|(id, _)| id.clone())
+        .collect();
+    ids.sort();
+    ids
 }
 
 impl Remote {
@@ -208,6 +229,7 @@ impl Companion {
             queued: state.queued,
             open_cards,
             sending: state.sending,
+            waiting_in_feishu: waiting_in_feishu(&state),
         }
     }
 
@@ -264,6 +286,7 @@ impl Companion {
                 self.retire_cards(link.bot()).await;
                 link.shutdown().await;
             }
+            self.announce_cards();
             return;
         }
         let open_id = match self.account().await {
@@ -316,6 +339,7 @@ impl Companion {
                     if let Some(c) = lock(&remote.state).cards.get_mut(&call_id) {
                         c.done = true;
                     }
+                    self.announce_cards();
                 }
                 // The message service refuses this update for good (230xxx: the message was
                 // deleted or recalled, or is too old to change): trying again would only queue
@@ -377,6 +401,7 @@ impl Companion {
                                 done: false,
                             },
                         );
+                        self.announce_cards();
                     }
                     Err(e) => {
                         queued += 1;
@@ -414,7 +439,24 @@ impl Companion {
             state.queued = queued;
             state.last_error = errors.pop();
         }
+        self.announce_cards();
         self.keep_cards();
+    }
+
+    /// Tells the UI which calls' cards wait in Feishu, when that changed since it was last told.
+    fn announce_cards(&self) {
+        let remote = self.remote();
+        let changed = {
+            let mut state = lock(&remote.state);
+            let now = waiting_in_feishu(&state);
+            (now != state.announced).then(|| {
+                state.announced = now.clone();
+                now
+            })
+        };
+        if let Some(call_ids) = changed {
+            self.emit_remote_cards(call_ids);
+        }
     }
 
     /// Where the cards still waiting in Feishu are kept across restarts.
@@ -496,6 +538,7 @@ impl Companion {
         if let Some(c) = lock(&remote.state).cards.get_mut(call_id) {
             c.done = true;
         }
+        self.announce_cards();
         self.keep_cards();
     }
 

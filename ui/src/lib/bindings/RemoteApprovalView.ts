@@ -23,4 +23,9 @@ open_cards: number,
 /**
  * Whether cards go out now (always, or the user has been away long enough).
  */
-sending: boolean, };
+sending: boolean, 
+/**
+ * The calls whose card waits for a decision in Feishu now, sorted (the app's card and
+ * inbox row say so; [`crate::UiEvent::RemoteCards`] tells of every change).
+ */
+waiting_in_feishu: Array<string>, };

@@ -54,4 +54,8 @@ status: SignInView, } | { "type": "open_call",
 /**
  * The call.
  */
-call_id: string, } | { "type": "open_inbox" };
+call_id: string, } | { "type": "open_inbox" } | { "type": "remote_cards", 
+/**
+ * The calls.
+ */
+call_ids: Array<string>, };

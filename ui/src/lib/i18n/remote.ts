@@ -25,6 +25,8 @@ export const en = {
   actor_user_feishu: 'You (in Feishu)',
   decided_approved_feishu: 'Approved in Feishu',
   decided_rejected_feishu: 'Rejected in Feishu',
+  remote_in_feishu: 'Also sent to Feishu — you can approve it on your phone',
+  remote_in_feishu_short: 'Also in Feishu',
 };
 
 export const zh: Record<keyof typeof en, string> = {
@@ -52,4 +54,6 @@ export const zh: Record<keyof typeof en, string> = {
   actor_user_feishu: '你（在飞书中）',
   decided_approved_feishu: '已在飞书中批准',
   decided_rejected_feishu: '已在飞书中拒绝',
+  remote_in_feishu: '已同时发到飞书，可在手机上批准',
+  remote_in_feishu_short: '已同时发到飞书',
 };
