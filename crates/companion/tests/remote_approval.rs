@@ -251,6 +251,22 @@ async fn a_held_write_becomes_a_card_and_a_click_in_feishu_approves_it_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_click_in_feishu_updates_its_card_once_by_the_answer_not_again_by_the_loop() {
+    let s = setup().await;
+    approve_in_feishu_and_see_it_written(&s).await;
+    // The turn goes on and the loop runs (woken by every change of the call): none of that
+    // updates the card a second time.
+    eventually("the call done", || {
+        (status(&s.app, &s.call_id) == CallStatus::Done).then_some(())
+    })
+    .await;
+    s.app.remote_sync().await;
+    let card = s.demo.feishu.card(&s.card.message_id).unwrap();
+    let sources: Vec<&str> = card.versions.iter().map(|v| v.source.as_str()).collect();
+    assert_eq!(sources, ["send", "callback"], "{sources:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_app_hears_which_calls_wait_in_feishu_as_cards_are_sent_and_finished() {
     let s = setup().await;
     // The status command gives the set at start (the UI reads it once)…

@@ -187,7 +187,18 @@ impl Companion {
                 );
             }
         };
-        match self.decide_in_background(&record.call_id, decision).await {
+        // The answer below carries the final card: the loop must not update it too.
+        self.card_answering(&record.call_id, true);
+        let decided = self.decide_in_background(&record.call_id, decision).await;
+        let answers_with_card = match &decided {
+            Ok(r) => r.status != CallStatus::AwaitingApproval,
+            Err(EngineError::NotPending { .. } | EngineError::Expired { .. }) => true,
+            Err(_) => false,
+        };
+        if !answers_with_card {
+            self.card_answering(&record.call_id, false);
+        }
+        match decided {
             Ok(record) if record.status == CallStatus::AwaitingApproval => {
                 // Not recorded in time (a busy database): the loop updates the card once it is.
                 Some(json!({"toast": toast("info", lang, "正在处理…", "Deciding…")}))

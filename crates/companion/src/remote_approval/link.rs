@@ -111,7 +111,7 @@ impl Companion {
                     call_id,
                     super::CardState {
                         message_id: Some(message_id),
-                        done: false,
+                        ..Default::default()
                     },
                 )
             })

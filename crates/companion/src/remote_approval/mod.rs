@@ -101,6 +101,9 @@ struct CardState {
     message_id: Option<String>,
     /// The final state (decided, expired…) is shown: nothing more to do.
     done: bool,
+    /// A click on it is being decided, and the callback's answer will show the final state
+    /// itself: the loop leaves it alone meanwhile, or the card would be updated twice.
+    answering: bool,
 }
 
 /// The app's side of approving from Feishu; lives as long as the app.
@@ -310,7 +313,7 @@ impl Companion {
         let to_finish: Vec<(String, Option<String>)> = lock(&remote.state)
             .cards
             .iter()
-            .filter(|(_, c)| !c.done)
+            .filter(|(_, c)| !c.done && !c.answering)
             .map(|(id, c)| (id.clone(), c.message_id.clone()))
             .collect();
         let store = self.store();
@@ -333,6 +336,16 @@ impl Companion {
                 lock(&remote.state).cards.remove(&call_id);
                 continue;
             };
+            // Decided by a click in Feishu since this round began: the callback's answer
+            // updates the card (it was marked before the decision, so seeing the decision
+            // here means seeing the mark too).
+            if lock(&remote.state)
+                .cards
+                .get(&call_id)
+                .is_none_or(|c| c.done || c.answering)
+            {
+                continue;
+            }
             let card = card::final_card(&CallView::from(&record), &self.card_context(&record));
             match bot.update_card(&message_id, &card).await {
                 Ok(()) => {
@@ -398,7 +411,7 @@ impl Companion {
                             record.call_id.clone(),
                             CardState {
                                 message_id: Some(message_id),
-                                done: false,
+                                ..CardState::default()
                             },
                         );
                         self.announce_cards();
@@ -532,11 +545,20 @@ impl Companion {
         }
     }
 
+    /// Marks a call's card as being answered by a click's callback (`true`, before the
+    /// decision), or hands it back to the loop (`false`: the answer does not carry the card).
+    fn card_answering(&self, call_id: &str, answering: bool) {
+        if let Some(c) = lock(&self.remote().state).cards.get_mut(call_id) {
+            c.answering = answering;
+        }
+    }
+
     /// Records that a call's card now shows its final state (the callback's answer did it).
     fn card_finished(&self, call_id: &str) {
         let remote = self.remote();
         if let Some(c) = lock(&remote.state).cards.get_mut(call_id) {
             c.done = true;
+            c.answering = false;
         }
         self.announce_cards();
         self.keep_cards();
