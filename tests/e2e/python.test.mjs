@@ -240,7 +240,8 @@ describe('the same, in English', () => {
     const card = browser.$('[data-testid="approval-card"]');
     await card.waitForDisplayed({ timeout: 30000 });
     const text = await card.getText();
-    assert.match(text, /Save the note “周会” to the team notebook/);
+    // The assistant proposes the note in the user's language, and the file words the card.
+    assert.match(text, /Save the note “Weekly sync” to the team notebook/);
     assert.match(text, new RegExp(`127\\.0\\.0\\.1:${port}/notes`));
     await shot(browser, 'py-07-approval-card-en');
   });

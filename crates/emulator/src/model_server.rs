@@ -18,11 +18,26 @@
 //! or into its `result` object), so what the scripted model says matches what the tool did —
 //! after the user edited the call's arguments, too.
 //!
+//! A step's `when` may also name the `language` the user writes in, `zh` or `en`, so one script
+//! answers each user in their own language, after a tool's answer too (where the last message
+//! is the tool's, not the user's). The user's language is that of their latest message with
+//! words in it: `zh` when it has a Chinese character, else `en` when it has a letter. Messages
+//! the app writes in the user's place are not the user's words and never decide it: those that
+//! begin with one of the script's `notes` (the engine's "Update on the earlier call …"). With no
+//! such message, no step naming a language applies, so a script lists the steps of a language
+//! before the steps without one that answer everyone else.
+//!
 //! ```json
-//! {"steps": [
+//! {"notes": ["Update on the earlier call"],
+//!  "steps": [
+//!   {"when": {"role": "user", "language": "en", "contains_any": ["agenda", "calendar"]},
+//!    "reply": {"text": "Let me look.", "tool_calls": [
+//!      {"name": "list_calendar_events", "arguments": {"start_time": "{{tomorrow}}T00:00:00{{tz}}"}}]}},
 //!   {"when": {"role": "user", "contains_any": ["日程", "安排"]},
 //!    "reply": {"text": "我看一下。", "tool_calls": [
 //!      {"name": "list_calendar_events", "arguments": {"start_time": "{{tomorrow}}T00:00:00{{tz}}"}}]}},
+//!   {"when": {"role": "tool", "tool": "list_calendar_events", "language": "en"},
+//!    "reply": {"text": "You have two meetings tomorrow."}},
 //!   {"when": {"role": "tool", "tool": "list_calendar_events"}, "reply": {"text": "明天有两个会。"}},
 //!   {"error": {"status": 429, "headers": {"retry-after": "1"}}}
 //! ]}
@@ -70,6 +85,10 @@ pub struct Script {
     /// When set, requests must carry `Authorization: Bearer <api_key>` (else 401).
     #[serde(default)]
     pub api_key: Option<String>,
+    /// Beginnings of user messages that the app writes, not the user (the engine's notes):
+    /// they never decide the user's [`Language`].
+    #[serde(default)]
+    pub notes: Vec<String>,
     /// The steps.
     pub steps: Vec<Step>,
 }
@@ -124,6 +143,57 @@ pub struct Matcher {
     /// For a tool message: the function whose result it is.
     #[serde(default)]
     pub tool: Option<String>,
+    /// The language the user writes in (see the module's documentation).
+    #[serde(default)]
+    pub language: Option<Language>,
+}
+
+/// The language a user writes in, as far as a script tells them apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Language {
+    /// Chinese: the message has a Chinese character.
+    Zh,
+    /// English: the message has letters and no Chinese character.
+    En,
+}
+
+impl Language {
+    /// The language of one message's text; `None` when it has no words (only digits, marks or
+    /// emoji) to tell by.
+    ///
+    /// Telling two languages apart by their scripts is exact where a statistical detector is
+    /// not: a short Chinese request that quotes an English name ("帮我 review 一下") is still
+    /// Chinese, and a two-word English one is never mistaken for another language.
+    pub fn of_text(text: &str) -> Option<Language> {
+        if text.chars().any(is_han) {
+            Some(Language::Zh)
+        } else if text.chars().any(char::is_alphabetic) {
+            Some(Language::En)
+        } else {
+            None
+        }
+    }
+
+    /// The language of the user's latest message with words in it, skipping the app's `notes`.
+    pub fn of_user(messages: &[Value], notes: &[String]) -> Option<Language> {
+        messages
+            .iter()
+            .rev()
+            .filter(|m| m["role"] == "user")
+            .map(message_text)
+            .filter(|text| !notes.iter().any(|note| text.starts_with(note.as_str())))
+            .find_map(|text| Language::of_text(&text))
+    }
+}
+
+/// A Chinese character (a CJK unified or compatibility ideograph).
+fn is_han(c: char) -> bool {
+    matches!(c,
+        '\u{3400}'..='\u{4DBF}'
+        | '\u{4E00}'..='\u{9FFF}'
+        | '\u{F900}'..='\u{FAFF}'
+        | '\u{20000}'..='\u{3FFFF}')
 }
 
 /// A scripted reply.
@@ -223,6 +293,7 @@ impl Script {
             chunk_delay_ms: 0,
             utc_offset_minutes: default_offset(),
             api_key: None,
+            notes: Vec::new(),
             steps,
         }
     }
@@ -518,7 +589,11 @@ fn pick(state: &ServerState, body: &Value) -> Option<(usize, Step)> {
         if used.get(index).copied().unwrap_or(true) && !step.repeat {
             continue;
         }
-        if step.when.as_ref().is_none_or(|m| matches(m, messages)) {
+        if step
+            .when
+            .as_ref()
+            .is_none_or(|m| matches(m, messages, &state.script.notes))
+        {
             if let Some(flag) = used.get_mut(index) {
                 *flag = true;
             }
@@ -528,7 +603,7 @@ fn pick(state: &ServerState, body: &Value) -> Option<(usize, Step)> {
     None
 }
 
-fn matches(matcher: &Matcher, messages: &[Value]) -> bool {
+fn matches(matcher: &Matcher, messages: &[Value], notes: &[String]) -> bool {
     let Some(last) = messages.last() else {
         return false;
     };
@@ -559,6 +634,11 @@ fn matches(matcher: &Matcher, messages: &[Value]) -> bool {
         if role != "tool" || tool_name(messages, id).as_deref() != Some(tool.as_str()) {
             return false;
         }
+    }
+    if let Some(language) = matcher.language
+        && Language::of_user(messages, notes) != Some(language)
+    {
+        return false;
     }
     true
 }
@@ -1036,6 +1116,41 @@ mod tests {
         let err = Script::from_json(r#"{"steps": [{"error": {"status": 1000}}]}"#).unwrap_err();
         assert!(matches!(err, ScriptError::BadStatus { .. }));
         assert!(Script::from_json(r#"{"steps": [{"reply": {"txt": "typo"}}]}"#).is_err());
+    }
+
+    #[test]
+    fn the_users_language_is_told_by_script_from_their_latest_words() {
+        assert_eq!(Language::of_text("帮我 review 一下"), Some(Language::Zh));
+        assert_eq!(Language::of_text("Set up a review"), Some(Language::En));
+        assert_eq!(
+            Language::of_text("𠀀"),
+            Some(Language::Zh),
+            "beyond the BMP"
+        );
+        assert_eq!(Language::of_text("12:30 ?! 👍"), None);
+        let notes = vec!["Update on the earlier call".to_owned()];
+        let user = |text: &str| json!({"role": "user", "content": text});
+        let conversation = [
+            json!({"role": "system", "content": "你是飞书助手。"}),
+            user("hello"),
+            json!({"role": "assistant", "content": "好的。"}),
+            user("👍"),
+            user("Update on the earlier call x (c1): it answered: {\"summary\": \"周会\"}"),
+            json!({"role": "tool", "tool_call_id": "c1", "content": "{\"summary\": \"周会\"}"}),
+        ];
+        assert_eq!(
+            Language::of_user(&conversation, &notes),
+            Some(Language::En),
+            "the system's, the assistant's, the tool's and the app's words never count"
+        );
+        assert_eq!(
+            Language::of_user(&conversation, &[]),
+            Some(Language::Zh),
+            "without the note, the note is taken for the user's"
+        );
+        assert_eq!(Language::of_user(&conversation[..1], &notes), None);
+        let switched = [user("hello"), user("那就明天吧")];
+        assert_eq!(Language::of_user(&switched, &notes), Some(Language::Zh));
     }
 
     #[test]

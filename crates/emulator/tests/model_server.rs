@@ -411,3 +411,270 @@ async fn the_demo_script_answers_a_whole_session() {
     let other = ask(&body).await;
     assert!(other["content"].as_str().unwrap().contains("演示模式"));
 }
+
+/// What the demo should say in one language: the prompts a user of that language types (the
+/// UI's "Try:" chips among them) and the titles the assistant proposes.
+struct Speaker {
+    agenda: &'static str,
+    meeting: &'static str,
+    todos: &'static str,
+    note: &'static str,
+    hello: &'static str,
+    meeting_summary: &'static str,
+    note_title: &'static str,
+    /// Whether a text is in this language. The tenant's people keep their Chinese names.
+    speaks: fn(&str) -> bool,
+}
+
+fn has_han(text: &str) -> bool {
+    text.chars().any(|c| ('\u{4E00}'..='\u{9FFF}').contains(&c))
+}
+
+fn english(text: &str) -> bool {
+    let words = text.replace("张伟", "").replace("李娜", "");
+    !has_han(&words) && words.chars().any(|c| c.is_ascii_alphabetic())
+}
+
+fn chinese(text: &str) -> bool {
+    has_han(&text.replace("张伟", "").replace("李娜", ""))
+}
+
+const ENGLISH: Speaker = Speaker {
+    agenda: "What do I have tomorrow?",
+    meeting: "Set up a product review meeting for me",
+    todos: "Show me my to-dos",
+    note: "save a note",
+    hello: "hello",
+    meeting_summary: "Product review",
+    note_title: "Weekly sync",
+    speaks: english,
+};
+
+const CHINESE: Speaker = Speaker {
+    agenda: "明天我有什么安排？",
+    meeting: "帮我约个产品评审会",
+    todos: "看看我的待办",
+    note: "帮我记一条笔记",
+    hello: "你好",
+    meeting_summary: "产品评审会",
+    note_title: "周会",
+    speaks: chinese,
+};
+
+/// A conversation as the engine sends it: the app's instruction, then the messages.
+struct Conversation<'a> {
+    server: &'a ModelServer,
+    messages: Vec<Value>,
+}
+
+impl Conversation<'_> {
+    fn user(mut self, text: &str) -> Self {
+        self.messages.push(json!({"role": "user", "content": text}));
+        self
+    }
+
+    /// The assistant's answer to the conversation so far, kept in it.
+    async fn answer(&mut self) -> Value {
+        let body = json!({"model": "demo-model", "stream": false, "messages": self.messages});
+        let response = post(self.server, &body).await;
+        assert_eq!(response.status(), 200);
+        let doc: Value = response.json().await.unwrap();
+        let message = doc["choices"][0]["message"].clone();
+        self.messages.push(message.clone());
+        message
+    }
+
+    /// The tool's answer to the last call, as the engine sends it.
+    fn tool_answer(mut self, answer: Value) -> Self {
+        let id = self.messages.last().unwrap()["tool_calls"][0]["id"].clone();
+        self.messages
+            .push(json!({"role": "tool", "tool_call_id": id, "content": answer.to_string()}));
+        self
+    }
+}
+
+fn start<'a>(server: &'a ModelServer) -> Conversation<'a> {
+    Conversation {
+        server,
+        messages: vec![json!({"role": "system", "content": "You help the user with Feishu."})],
+    }
+}
+
+fn text(message: &Value) -> String {
+    message["content"].as_str().unwrap_or_default().to_owned()
+}
+
+fn the_call(message: &Value, tool: &str) -> Value {
+    let call = &message["tool_calls"][0]["function"];
+    assert_eq!(call["name"], tool, "{message}");
+    serde_json::from_str(call["arguments"].as_str().unwrap()).unwrap()
+}
+
+/// A reply in the speaker's language, with `expected` in it.
+fn says(speaker: &Speaker, message: &Value, expected: &str) {
+    let text = text(message);
+    assert!(
+        (speaker.speaks)(&text),
+        "not in the user's language: {text}"
+    );
+    assert!(text.contains(expected), "{text:?} lacks {expected:?}");
+}
+
+#[tokio::test]
+async fn the_demo_answers_each_flow_in_the_language_the_user_writes_in() {
+    let mut script = Script::demo().unwrap();
+    script.chunk_delay_ms = 0;
+    let server = ModelServer::start(script).await.unwrap();
+    let failed = json!({"error": "The user rejected this call."});
+    for (speaker, expect) in [
+        (
+            &ENGLISH,
+            [
+                "calendar",
+                "free from 3 pm",
+                "couldn't read",
+                "product review",
+                "Created “Product review”",
+                "won't create",
+                "to-dos",
+                "I've read your to-dos",
+                "no permission",
+                "save_note",
+                "Note saved",
+                "not saved",
+                "has been created",
+                "was not created",
+                "taken care of",
+                "edited by your Python callback",
+                "OK, that's done",
+                "demo mode",
+            ],
+        ),
+        (
+            &CHINESE,
+            [
+                "日程",
+                "下午 3 点以后是空的",
+                "没能读到",
+                "产品评审会",
+                "已创建「产品评审会」",
+                "这次先不创建",
+                "待办",
+                "待办已经读到",
+                "没有飞书任务的读取权限",
+                "save_note",
+                "笔记已保存",
+                "笔记没有保存",
+                "已经创建好了",
+                "没有创建",
+                "已经处理好了",
+                "Python 回调改写过",
+                "处理完了",
+                "演示模式",
+            ],
+        ),
+    ] {
+        let mut expect = expect.into_iter();
+        let mut next = || expect.next().unwrap();
+        // The agenda: a read, then what was found, or that it could not be read.
+        let mut c = start(&server).user(speaker.agenda);
+        let asked = c.answer().await;
+        the_call(&asked, "list_calendar_events");
+        says(speaker, &asked, next());
+        let mut read = start(&server).user(speaker.agenda);
+        read.answer().await;
+        let mut read = read.tool_answer(json!({"output": "[{\"summary\": \"产品周会\"}]"}));
+        says(speaker, &read.answer().await, next());
+        let mut c = c.tool_answer(json!({"error": "Feishu did not answer."}));
+        says(speaker, &c.answer().await, next());
+
+        // The meeting: its proposal (the card's title in the user's words), then approved or
+        // rejected.
+        let mut c = start(&server).user(speaker.meeting);
+        let proposed = c.answer().await;
+        let args = the_call(&proposed, "create_calendar_event");
+        assert_eq!(args["summary"], speaker.meeting_summary);
+        assert!(
+            (speaker.speaks)(args["description"].as_str().unwrap()),
+            "{args}"
+        );
+        let proposal = text(&proposed).to_lowercase();
+        assert!(proposal.contains(next()), "{proposal}");
+        assert!(
+            proposal.contains("张伟") && proposal.contains("15:00"),
+            "{proposal}"
+        );
+        let mut done = start(&server).user(speaker.meeting);
+        done.answer().await;
+        let created = json!({"output": json!({"summary": args["summary"], "start": "15:00", "end": "16:00"}).to_string()});
+        let mut done = done.tool_answer(created);
+        says(speaker, &done.answer().await, next());
+        let mut c = c.tool_answer(failed.clone());
+        says(speaker, &c.answer().await, next());
+
+        // The to-dos: read after signing in, or refused for want of the permission.
+        let mut c = start(&server).user(speaker.todos);
+        let asked = c.answer().await;
+        the_call(&asked, "list_tasks");
+        says(speaker, &asked, next());
+        let mut read = start(&server).user(speaker.todos);
+        read.answer().await;
+        let mut read = read.tool_answer(json!({"output": "[]"}));
+        says(speaker, &read.answer().await, next());
+        let mut c = c.tool_answer(json!({"error": "needs task:task:read"}));
+        says(speaker, &c.answer().await, next());
+
+        // The Python note: the user's tool, saved or not.
+        let mut c = start(&server).user(speaker.note);
+        let asked = c.answer().await;
+        let args = the_call(&asked, "save_note");
+        assert_eq!(args["title"], speaker.note_title);
+        assert!((speaker.speaks)(args["body"].as_str().unwrap()), "{args}");
+        says(speaker, &asked, next());
+        let mut saved = start(&server).user(speaker.note);
+        saved.answer().await;
+        let mut saved = saved.tool_answer(json!({"output": "{\"id\": \"note_1\"}"}));
+        says(speaker, &saved.answer().await, next());
+        let mut c = c.tool_answer(json!({"error": "ValueError"}));
+        says(speaker, &c.answer().await, next());
+
+        // A decision that came after the user wrote again arrives as the engine's note, in
+        // English whatever the user speaks: the answer follows the user.
+        let late = |answer: &Value| {
+            format!(
+                "Update on the earlier call create_calendar_event (call_1): the user has since decided it, and it answered: {answer}"
+            )
+        };
+        let created = json!({"output": "{\"summary\": \"x\"}"});
+        for answer in [&created, &failed] {
+            let mut c = start(&server)
+                .user(speaker.meeting)
+                .user(speaker.hello)
+                .user(&late(answer));
+            says(speaker, &c.answer().await, next());
+        }
+        let mut c = start(&server).user(speaker.todos).user(
+            "Update on the earlier call list_tasks (call_2): the user has since decided it, and it answered: {}",
+        );
+        says(speaker, &c.answer().await, next());
+
+        // A Python callback that edits the request.
+        let mut c =
+            start(&server).user(&format!("{} [edited by a Python callback]", speaker.hello));
+        says(speaker, &c.answer().await, next());
+
+        // Any other tool's answer, then anything else: the demo's help, with the prompts to try.
+        let mut c = start(&server).user(speaker.hello);
+        c.messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_3", "type": "function", "function": {"name": "search_docs", "arguments": "{}"}}]}));
+        let mut c = c.tool_answer(json!({"output": "[]"}));
+        says(speaker, &c.answer().await, next());
+        let mut c = start(&server).user(speaker.hello);
+        let help = c.answer().await;
+        says(speaker, &help, next());
+        for prompt in [speaker.agenda, speaker.meeting, speaker.todos] {
+            says(speaker, &help, prompt);
+        }
+        assert!(expect.next().is_none(), "every flow was checked");
+    }
+}
