@@ -956,6 +956,78 @@ async fn after_a_restart_the_card_of_a_waiting_call_is_neither_sent_again_nor_fo
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_restart_the_summary_of_a_burst_is_updated_not_sent_again() {
+    let feishu = emulator::feishu::FeishuEmulator::start().await.unwrap();
+    let model =
+        emulator::model_server::ModelServer::start(emulator::model_server::Script::demo().unwrap())
+            .await
+            .unwrap();
+    let user = feishu.seed().demo_user;
+    let dir = tempfile::tempdir().unwrap();
+    let cap = companion::remote_approval::MAX_OPEN_CARDS;
+    let is_summary = |c: &BotCard| {
+        let t = title(c);
+        t.contains("项等待你批准") || t == "都已处理"
+    };
+    let app = open_real(dir.path(), &feishu, &model).await;
+    let session = app.create_session().await.unwrap();
+    app.send_message(&session, "帮我约个产品评审会")
+        .await
+        .unwrap();
+    for _ in 0..cap {
+        app.send_choosing(&session, "再约一个评审会", false)
+            .await
+            .unwrap();
+    }
+    let waiting: Vec<String> = app
+        .pending()
+        .unwrap()
+        .into_iter()
+        .map(|c| c.call_id)
+        .collect();
+    assert_eq!(waiting.len(), cap + 1);
+    let summary = eventually("the summary saying 1", || {
+        feishu
+            .bot_cards(Some(&user))
+            .into_iter()
+            .find(|c| title(c) == "还有 1 项等待你批准")
+    })
+    .await;
+    drop(app);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Past Feishu's hour of `uuid` de-duplication: only what the app kept can name the summary.
+    feishu.advance_clock(Duration::from_secs(61 * 60));
+
+    // The app starts again and one is decided: the summary from before the restart is the one
+    // updated, and no second summary or card for a call that had one is sent.
+    let app = open_real(dir.path(), &feishu, &model).await;
+    eventually("the app to reconnect", || {
+        (app.remote_approval_view().state == "connected").then_some(())
+    })
+    .await;
+    app.remote_sync().await;
+    app.decide(&waiting[0], Decision::Approve).await.unwrap();
+    let done = eventually("the old summary final", || {
+        feishu
+            .card(&summary.message_id)
+            .filter(|c| title(c) == "都已处理")
+    })
+    .await;
+    assert!(!has_buttons(&done.card));
+    let cards = feishu.bot_cards(Some(&user));
+    assert_eq!(
+        cards.iter().filter(|c| is_summary(c)).count(),
+        1,
+        "no second summary"
+    );
+    assert_eq!(
+        cards.iter().filter(|c| !is_summary(c)).count(),
+        cap + 1,
+        "one card per call: the held-back one got its own, no other was sent again"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn turning_it_off_takes_the_buttons_off_the_cards_and_closes_the_connection() {
     let s = setup().await;
     let mut settings = s.app.settings();
