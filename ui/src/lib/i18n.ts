@@ -28,7 +28,7 @@ export const en = {
   nav_settings: 'Settings',
   pending_in_session: '{n} waiting for you',
   demo_title: 'Demo mode',
-  demo_body: 'Built-in Feishu emulator and scripted model: nothing reaches your real Feishu account.',
+  demo_body: 'Emulated Feishu and a scripted model: your real account is untouched.',
   demo_try: 'Try:',
   example_1: 'What do I have tomorrow?',
   example_2: 'Set up a product review meeting for me',
