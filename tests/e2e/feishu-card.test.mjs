@@ -3,6 +3,7 @@
 // signed-in user as a card from the app's bot in the (demo) emulator's Feishu. A tap on that card's
 // Approve — made through the emulator's test hook, as Feishu delivers it over the long connection —
 // decides the call: the app's card says it was approved in Feishu, and the meeting is created once.
+// While the card waits in Feishu, the app's card says so; the tap's answer is the card's only update.
 // Screenshots: tests/e2e/artifacts/feishu-card-{01-held,02-approved-in-feishu,03-created}.png.
 
 import assert from 'node:assert/strict';
@@ -59,6 +60,10 @@ test('a card approved in Feishu decides the call in the app, once', async () => 
     const sent = JSON.stringify(cards[0].card);
     assert.match(sent, /产品评审会/, 'the Feishu card says what the app card says');
     assert.match(sent, /张伟/);
+    // The app's card says, quietly, that a copy waits in Feishu.
+    const inFeishu = card.$('[data-testid="in-feishu"]');
+    await inFeishu.waitForExist({ timeout: 20000, timeoutMsg: 'the app card never said it was also sent to Feishu' });
+    assert.equal(await inFeishu.getProperty('textContent'), '已同时发到飞书，可在手机上批准');
     await shot(browser, 'feishu-card-01-held');
 
     const outcome = await json(`${emulator}/_emulator/cards/${cards[0].message_id}/click`, {
@@ -75,6 +80,7 @@ test('a card approved in Feishu decides the call in the app, once', async () => 
       timeoutMsg: 'the app never showed the call as approved in Feishu',
     });
     await shot(browser, 'feishu-card-02-approved-in-feishu');
+    assert.equal((await browser.$$('[data-testid="in-feishu"]')).length, 0, 'decided: no longer said to wait in Feishu');
     // Creating an event needs one more permission than reading: the app asks for it here.
     await signInThroughCard(browser, 'feishu-card-02');
     await waitForReply(browser, '已创建「产品评审会」');
@@ -85,6 +91,11 @@ test('a card approved in Feishu decides the call in the app, once', async () => 
     // The Feishu card is final (no buttons) and a second tap decides nothing.
     const after = await json(`${emulator}/_emulator/cards/${cards[0].message_id}`);
     assert.doesNotMatch(JSON.stringify(after.card), /"tag":"button"/, 'no buttons left on the decided card');
+    assert.deepEqual(
+      after.versions.map((v) => v.source),
+      ['send', 'callback'],
+      "the click's answer updated the card, and nothing updated it again",
+    );
     assert.equal((await json(`${emulator}/_emulator/cards`)).length, 1, 'one card for one call');
   });
 });
