@@ -1028,6 +1028,48 @@ async fn after_a_restart_the_summary_of_a_burst_is_updated_not_sent_again() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn turning_it_off_leaves_no_retired_card_kept_for_a_restart() {
+    let feishu = emulator::feishu::FeishuEmulator::start().await.unwrap();
+    let model =
+        emulator::model_server::ModelServer::start(emulator::model_server::Script::demo().unwrap())
+            .await
+            .unwrap();
+    let user = feishu.seed().demo_user;
+    let dir = tempfile::tempdir().unwrap();
+    let app = open_real(dir.path(), &feishu, &model).await;
+    let session = app.create_session().await.unwrap();
+    app.send_message(&session, "帮我约个产品评审会")
+        .await
+        .unwrap();
+    let card = eventually("the card", || {
+        feishu.bot_cards(Some(&user)).into_iter().next()
+    })
+    .await;
+    let kept_file = companion::AppPaths::under(dir.path())
+        .data_dir
+        .join("feishu-approval-cards.json");
+    let kept = || -> Value { serde_json::from_slice(&std::fs::read(&kept_file).unwrap()).unwrap() };
+    assert_eq!(kept()["cards"].as_object().unwrap().len(), 1, "{}", kept());
+    let mut settings = app.settings();
+    settings.remote_approval.enabled = false;
+    app.apply_settings(settings).await.unwrap();
+    eventually("the card retired", || {
+        feishu
+            .card(&card.message_id)
+            .filter(|c| !has_buttons(&c.card))
+    })
+    .await;
+    eventually("the kept cards written down without it", || {
+        kept()["cards"]
+            .as_object()
+            .unwrap()
+            .is_empty()
+            .then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn turning_it_off_takes_the_buttons_off_the_cards_and_closes_the_connection() {
     let s = setup().await;
     let mut settings = s.app.settings();

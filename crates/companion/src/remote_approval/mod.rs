@@ -279,15 +279,20 @@ impl Companion {
         let _round = remote.round.lock().await;
         let settings = self.settings().remote_approval;
         if !settings.enabled {
-            let link = {
+            let bot = {
                 let mut state = lock(&remote.state);
                 state.sending = false;
                 state.queued = 0;
-                state.link.take()
+                state.link.as_ref().map(|l| l.bot().clone())
             };
-            if let Some(link) = link {
-                self.retire_cards(link.bot()).await;
-                link.shutdown().await;
+            if let Some(bot) = bot {
+                // Retired while the link still names the app, so the kept cards are written
+                // down without them (a restart must not take retired cards for open ones).
+                self.retire_cards(&bot).await;
+                let link = lock(&remote.state).link.take();
+                if let Some(link) = link {
+                    link.shutdown().await;
+                }
             }
             self.announce_cards();
             return;
