@@ -851,6 +851,33 @@ async fn a_burst_beyond_the_cap_waits_in_one_summary_card_updated_as_it_drains()
     assert_eq!(summaries[0].versions.len(), sources.len());
 }
 
+/// A real app's world: its own emulator and model server, and a data folder that outlives one
+/// launch of the app (the restart tests open the app on it twice).
+struct Real {
+    feishu: emulator::feishu::FeishuEmulator,
+    model: emulator::model_server::ModelServer,
+    user: String,
+    dir: tempfile::TempDir,
+}
+
+impl Real {
+    async fn start() -> Real {
+        let feishu = emulator::feishu::FeishuEmulator::start().await.unwrap();
+        let model = emulator::model_server::ModelServer::start(
+            emulator::model_server::Script::demo().unwrap(),
+        )
+        .await
+        .unwrap();
+        let user = feishu.seed().demo_user;
+        Real {
+            feishu,
+            model,
+            user,
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+}
+
 /// The user's own Feishu app (an emulator standing in for open.feishu.cn) and model, on `dir`.
 async fn open_real(
     dir: &std::path::Path,
@@ -908,13 +935,12 @@ async fn open_real(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_restart_the_card_of_a_waiting_call_is_neither_sent_again_nor_forgotten() {
-    let feishu = emulator::feishu::FeishuEmulator::start().await.unwrap();
-    let model =
-        emulator::model_server::ModelServer::start(emulator::model_server::Script::demo().unwrap())
-            .await
-            .unwrap();
-    let user = feishu.seed().demo_user;
-    let dir = tempfile::tempdir().unwrap();
+    let Real {
+        feishu,
+        model,
+        user,
+        dir,
+    } = Real::start().await;
     let app = open_real(dir.path(), &feishu, &model).await;
     let session = app.create_session().await.unwrap();
     app.send_message(&session, "帮我约个产品评审会")
@@ -957,13 +983,12 @@ async fn after_a_restart_the_card_of_a_waiting_call_is_neither_sent_again_nor_fo
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_restart_the_summary_of_a_burst_is_updated_not_sent_again() {
-    let feishu = emulator::feishu::FeishuEmulator::start().await.unwrap();
-    let model =
-        emulator::model_server::ModelServer::start(emulator::model_server::Script::demo().unwrap())
-            .await
-            .unwrap();
-    let user = feishu.seed().demo_user;
-    let dir = tempfile::tempdir().unwrap();
+    let Real {
+        feishu,
+        model,
+        user,
+        dir,
+    } = Real::start().await;
     let cap = companion::remote_approval::MAX_OPEN_CARDS;
     let is_summary = |c: &BotCard| {
         let t = title(c);
@@ -1029,13 +1054,12 @@ async fn after_a_restart_the_summary_of_a_burst_is_updated_not_sent_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn turning_it_off_leaves_no_retired_card_kept_for_a_restart() {
-    let feishu = emulator::feishu::FeishuEmulator::start().await.unwrap();
-    let model =
-        emulator::model_server::ModelServer::start(emulator::model_server::Script::demo().unwrap())
-            .await
-            .unwrap();
-    let user = feishu.seed().demo_user;
-    let dir = tempfile::tempdir().unwrap();
+    let Real {
+        feishu,
+        model,
+        user,
+        dir,
+    } = Real::start().await;
     let app = open_real(dir.path(), &feishu, &model).await;
     let session = app.create_session().await.unwrap();
     app.send_message(&session, "帮我约个产品评审会")
