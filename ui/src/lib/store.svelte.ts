@@ -153,17 +153,18 @@ class Store {
       this.refreshSessions(),
     ]);
     for (const r of results) if (r.status === 'rejected') this.fail(r.reason);
-    // Which cards wait in Feishu: once here, then from events. Not worth an error if it fails.
-    api
-      .remoteApprovalStatus()
-      .then((s) => (this.inFeishu = new Set(s.waiting_in_feishu)))
-      .catch(() => {});
     try {
       await api.onEvent((ev) => this.onEvent(ev));
       await api.onOpen((req) => this.onOpen(req));
     } catch (e) {
       this.fail(e);
     }
+    // Which cards wait in Feishu: asked once the events are heard, so no change falls between the
+    // answer and the first event. Not worth an error if it fails.
+    api
+      .remoteApprovalStatus()
+      .then((s) => (this.inFeishu = new Set(s.waiting_in_feishu)))
+      .catch(() => {});
     if (!this.currentId && this.sessions.length) await this.selectSession(this.sessions[0].id);
     this.ready = true;
     setInterval(() => (this.now = Date.now()), 1000);

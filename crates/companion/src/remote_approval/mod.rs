@@ -161,13 +161,18 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Cards in the chat that still show buttons.
-fn open_cards(state: &RemoteState) -> usize {
+/// The cards in the chat that still show buttons: (call id, message id).
+fn shown_cards(state: &RemoteState) -> impl Iterator<Item = (&String, &String)> {
     state
         .cards
-        .values()
-        .filter(|c| c.message_id.is_some() && !c.done)
-        .count()
+        .iter()
+        .filter(|(_, c)| !c.done)
+        .filter_map(|(id, c)| Some((id, c.message_id.as_ref()?)))
+}
+
+/// How many cards in the chat still show buttons.
+fn open_cards(state: &RemoteState) -> usize {
+    shown_cards(state).count()
 }
 
 /// The calls whose card shows buttons in the chat, sorted; none without the long connection
@@ -176,14 +181,22 @@ fn waiting_in_feishu(state: &RemoteState) -> Vec<String> {
     if state.link.is_none() {
         return Vec::new();
     }
-    let mut ids: Vec<String> = state
-        .cards
-        .iter()
-        .filter(|(_, c)| c.message_id.is_some() && !c.done)
-        .map(|(id, _)| id.clone())
-        .collect();
+    let mut ids: Vec<String> = shown_cards(state).map(|(id, _)| id.clone()).collect();
     ids.sort();
     ids
+}
+
+/// Whether an update of a card failed for good (230xxx: the message was deleted or recalled, or
+/// is too old to change), so that trying again would only queue it forever. Gateway and token
+/// errors (9999xxxx) may pass and are retried.
+fn refused_for_good(e: &feishu::ApiError) -> bool {
+    matches!(
+        e,
+        feishu::ApiError::Feishu {
+            code: 230_000..=239_999,
+            ..
+        }
+    )
 }
 
 impl Remote {
@@ -359,15 +372,7 @@ impl Companion {
                     }
                     self.announce_cards();
                 }
-                // The message service refuses this update for good (230xxx: the message was
-                // deleted or recalled, or is too old to change): trying again would only queue
-                // it forever. Gateway and token errors (9999xxxx) may pass and are retried.
-                Err(
-                    e @ feishu::ApiError::Feishu {
-                        code: 230_000..=239_999,
-                        ..
-                    },
-                ) => {
+                Err(e) if refused_for_good(&e) => {
                     tracing::warn!(error = %e, "a card in Feishu cannot be updated; left as it is");
                     if let Some(c) = lock(&remote.state).cards.get_mut(&call_id) {
                         c.done = true;
@@ -497,11 +502,8 @@ impl Companion {
             kept::KeptCards {
                 open: key.0,
                 app_id: key.1,
-                cards: state
-                    .cards
-                    .iter()
-                    .filter(|(_, c)| !c.done)
-                    .filter_map(|(id, c)| Some((id.clone(), c.message_id.clone()?)))
+                cards: shown_cards(&state)
+                    .map(|(id, m)| (id.clone(), m.clone()))
                     .collect(),
                 summary: state.summary.clone(),
             }
@@ -512,11 +514,8 @@ impl Companion {
     /// Approving from Feishu was turned off: the cards still waiting in the chat lose their
     /// buttons and say to decide in the app (a click there could no longer arrive).
     async fn retire_cards(&self, bot: &feishu::BotClient) {
-        let open: Vec<(String, String)> = lock(&self.remote().state)
-            .cards
-            .iter()
-            .filter(|(_, c)| !c.done)
-            .filter_map(|(id, c)| Some((id.clone(), c.message_id.clone()?)))
+        let open: Vec<(String, String)> = shown_cards(&lock(&self.remote().state))
+            .map(|(id, m)| (id.clone(), m.clone()))
             .collect();
         let store = self.store();
         for (call_id, message_id) in open {

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::card::{self, Action, Lang, grey_line, header, line, plain};
+use super::refused_for_good;
 use crate::core::{Companion, lock};
 use crate::view::CallView;
 
@@ -123,18 +124,6 @@ pub fn retired_summary_card(lang: Lang) -> Value {
             "Approving from Feishu was turned off: decide the waiting requests in the Feishu Companion app.",
         ))]},
     })
-}
-
-/// Whether an update failed for good (230xxx: the message was deleted or recalled, or is too
-/// old to change), so that trying again would only queue it forever.
-fn refused_for_good(e: &feishu::ApiError) -> bool {
-    matches!(
-        e,
-        feishu::ApiError::Feishu {
-            code: 230_000..=239_999,
-            ..
-        }
-    )
 }
 
 impl Companion {
