@@ -16,6 +16,7 @@ import type { AutonomyInput } from './bindings/AutonomyInput';
 import type { AutonomyView } from './bindings/AutonomyView';
 import type { BatchDecision } from './bindings/BatchDecision';
 import type { CheckView } from './bindings/CheckView';
+import type { ConnectView } from './bindings/ConnectView';
 import type { RemoteApprovalView } from './bindings/RemoteApprovalView';
 import type { CallView } from './bindings/CallView';
 import type { DataView } from './bindings/DataView';
@@ -93,6 +94,17 @@ export const api = {
   /** Opens an http(s) link in the system browser (the shell refuses any other scheme). */
   openLink: (url: string) => invoke<null>('open_link', { url }),
   cancelSignIn: () => invoke<null>('cancel_sign_in'),
+  /** Opens the waiting device sign-in's verification page in the embedded sign-in window. */
+  openSignInWindow: () => invoke<null>('open_sign_in_window'),
+  /** "Connect my Feishu": Feishu creates a personal app; progress arrives as `connect` events. */
+  connectFeishu: () => invoke<ConnectView>('connect_feishu'),
+  /** Opens the waiting registration's page in the embedded sign-in window (no phone at hand). */
+  openConnectPage: () => invoke<null>('open_connect_page'),
+  cancelConnect: () => invoke<null>('cancel_connect'),
+  /** Opens the page where the Feishu app applies for a permission it lacks (`scope_apply_url`). */
+  openScopeApply: (callId: string) => invoke<null>('open_scope_apply', { callId }),
+  /** Runs a call held for a missing app permission again, once the permission was granted. */
+  retryAuthCall: (callId: string) => invoke<TurnView>('retry_auth_call', { callId }),
   declineSignIn: (callId: string) => invoke<TurnView>('decline_sign_in', { callId }),
   settings: () => invoke<SettingsView>('settings'),
   saveSettings: (settings: Settings) => invoke<SavedSettings>('save_settings', { settings }),

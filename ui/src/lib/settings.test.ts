@@ -4,7 +4,7 @@ import { redirectUrl, validateSettings } from './settings';
 
 const base: Settings = {
   language: 'system', theme: 'system', model: { preset: 'deepseek', base_url: null, model: null },
-  feishu: { brand: 'feishu', app_id: '', redirect_port: 53682 }, approval_expiry_minutes: 1440, time_zone: '',
+  feishu: { brand: 'feishu', app_id: '', redirect_port: 53682, sign_in_flow: 'auto', created_by_app: false }, approval_expiry_minutes: 1440, time_zone: '',
   check_for_updates: true,
   assistant: { instruction: null, disabled_tools: [], python_files: {} },
   remote_approval: { enabled: false, when: 'away', away_minutes: 10 },

@@ -403,7 +403,7 @@ class Store {
     try {
       const ticket = await api.signIn(scopes, embedded);
       // An event may have moved it on already.
-      if (this.signIn.state === 'starting') this.signIn = { state: 'waiting', url: ticket.url };
+      if (this.signIn.state === 'starting') this.signIn = { state: 'waiting', url: ticket.url, device: ticket.device ?? null };
     } catch (e) {
       this.signIn = { state: 'failed', message: errorMessage(e) };
       this.fail(e);

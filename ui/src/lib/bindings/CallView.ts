@@ -60,6 +60,11 @@ scopes: Array<ScopeView>,
  */
 authorize_url: string | null, 
 /**
+ * Where to apply for a permission the Feishu app itself lacks (error 99991672): signing in
+ * does not help, only the app's permission being granted in Feishu.
+ */
+scope_apply_url: string | null, 
+/**
  * `approved`, `approved_edited`, `rejected`, `expired`, `superseded`, `cancelled`.
  */
 verdict: string | null, 
