@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use companion::Settings;
 use companion::check::CheckView;
+use companion::connect::view::ConnectView;
 use companion::data::{DataView, ForgetSecretsResult};
 use companion::user_error::UiError;
 use companion::view::{
@@ -66,6 +67,12 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         open_sign_in_in_browser,
         open_link,
         cancel_sign_in,
+        connect_feishu,
+        open_connect_page,
+        cancel_connect,
+        open_sign_in_window,
+        open_scope_apply,
+        retry_auth_call,
         decline_sign_in,
         settings,
         save_settings,
@@ -312,6 +319,67 @@ async fn cancel_sign_in<R: Runtime>(app: AppHandle<R>, shell: State<'_, Shell>) 
     shell.companion().await?.cancel_sign_in();
     signin::cancelled(&app, &shell);
     Ok(())
+}
+
+/// "Connect my Feishu": starts creating the user's own app; the QR code is in the answer.
+#[tauri::command]
+async fn connect_feishu(shell: State<'_, Shell>) -> Answer<ConnectView> {
+    let c = shell.companion().await?;
+    c.connect_feishu_view().await.map_err(text)
+}
+
+/// The waiting connect's confirmation page, in the sign-in window.
+#[tauri::command]
+async fn open_connect_page<R: Runtime>(app: AppHandle<R>, shell: State<'_, Shell>) -> Answer<()> {
+    let url =
+        shell.companion().await?.connect_page().ok_or_else(|| {
+            UiError::worded("other", "没有等待中的连接。", "No connect is waiting.")
+        })?;
+    signin::verification(&app, &shell, &url, true).map_err(UiError::from)
+}
+
+#[tauri::command]
+async fn cancel_connect<R: Runtime>(app: AppHandle<R>, shell: State<'_, Shell>) -> Answer<()> {
+    shell.companion().await?.cancel_connect();
+    signin::cancelled(&app, &shell);
+    Ok(())
+}
+
+/// The waiting device sign-in's verification page, in the sign-in window.
+#[tauri::command]
+async fn open_sign_in_window<R: Runtime>(app: AppHandle<R>, shell: State<'_, Shell>) -> Answer<()> {
+    signin::open_waiting(&app, &shell).map_err(UiError::from)
+}
+
+/// Feishu's page to apply for the scope a call's app lacks, in the sign-in window.
+#[tauri::command]
+async fn open_scope_apply<R: Runtime>(
+    app: AppHandle<R>,
+    shell: State<'_, Shell>,
+    call_id: String,
+) -> Answer<()> {
+    let c = shell.companion().await?;
+    let url = c
+        .pending_calls()
+        .map_err(text)?
+        .into_iter()
+        .find(|call| call.call_id == call_id)
+        .and_then(|call| call.scope_apply_url)
+        .ok_or_else(|| {
+            UiError::worded(
+                "other",
+                "这个调用不再等待权限。",
+                "This call no longer waits for a permission.",
+            )
+        })?;
+    signin::verification(&app, &shell, &url, true).map_err(UiError::from)
+}
+
+/// Runs a call that waits for a permission again (after it was granted).
+#[tauri::command]
+async fn retry_auth_call(shell: State<'_, Shell>, call_id: String) -> Answer<TurnView> {
+    let c = shell.companion().await?;
+    c.retry_auth_call(&call_id).await.map_err(text)
 }
 
 #[tauri::command]

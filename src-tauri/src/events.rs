@@ -49,7 +49,16 @@ fn handle<R: Runtime>(app: &AppHandle<R>, companion: &Companion, event: &UiEvent
         SignInStatus::SignedIn { .. }
         | SignInStatus::Declined
         | SignInStatus::Failed { .. }
-        | SignInStatus::Refused { .. },
+        | SignInStatus::Refused { .. }
+        | SignInStatus::Expired,
+    ) = event
+    {
+        signin::finished(app, &shell);
+    }
+    // A connect that ended leaves no confirmation page open.
+    if let UiEvent::Connect(
+        companion::connect::ConnectStatus::Connected { .. }
+        | companion::connect::ConnectStatus::Failed(_),
     ) = event
     {
         signin::finished(app, &shell);

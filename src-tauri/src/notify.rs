@@ -195,6 +195,7 @@ mod tests {
             }),
             scopes: vec![],
             authorize_url: None,
+            scope_apply_url: None,
             verdict: None,
             decided_by: None,
             reason: None,

@@ -58,6 +58,9 @@ pub(crate) struct SignInState {
     reached_callback: bool,
     /// The sign-in moved to the system browser: closing the window must not cancel it.
     handed_off: bool,
+    /// The window shows a verification page (device sign-in, connect, scope apply): the app
+    /// polls, or the user scans the QR code instead, so closing it cancels nothing.
+    verification: bool,
 }
 
 /// A sign-in started: show its page in the embedded window, or in the system browser.
@@ -67,6 +70,10 @@ pub(crate) fn started<R: Runtime>(
     ticket: &SignInTicketView,
     embedded: bool,
 ) -> Result<(), String> {
+    if ticket.device.is_some() {
+        // A device sign-in shows its QR code on the card; the window opens only when asked.
+        return verification(app, shell, &ticket.url, false);
+    }
     let policy = SignInPolicy::new(&ticket.url, &ticket.redirect_uri).map_err(|e| e.to_string())?;
     {
         let mut state = lock(&shell.sign_in);
@@ -74,6 +81,7 @@ pub(crate) fn started<R: Runtime>(
         state.policy = Some(policy);
         state.reached_callback = false;
         state.handed_off = false;
+        state.verification = false;
     }
     if embedded {
         open_window(app, shell, &ticket.url)
@@ -84,6 +92,32 @@ pub(crate) fn started<R: Runtime>(
         app.opener()
             .open_url(ticket.url.as_str(), None::<&str>)
             .map_err(|e| format!("cannot open the system browser: {e}"))
+    }
+}
+
+/// A verification page with no redirect (device sign-in, connect, scope apply): remembered
+/// with its policy, and shown in the sign-in window now when `show`.
+pub(crate) fn verification<R: Runtime>(
+    app: &AppHandle<R>,
+    shell: &Shell,
+    url: &str,
+    show: bool,
+) -> Result<(), String> {
+    let policy = SignInPolicy::verification(url).map_err(|e| e.to_string())?;
+    {
+        let mut state = lock(&shell.sign_in);
+        state.url = Some(url.to_owned());
+        state.policy = Some(policy);
+        state.reached_callback = false;
+        state.handed_off = false;
+        state.verification = true;
+    }
+    if show {
+        open_window(app, shell, url)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    } else {
+        Ok(())
     }
 }
 
@@ -249,6 +283,18 @@ pub(crate) fn cancelled<R: Runtime>(app: &AppHandle<R>, shell: &Shell) {
     finished(app, shell);
 }
 
+/// The waiting verification page (a device sign-in's) in the sign-in window.
+pub(crate) fn open_waiting<R: Runtime>(app: &AppHandle<R>, shell: &Shell) -> Result<(), String> {
+    let url = {
+        let state = lock(&shell.sign_in);
+        state.url.clone().filter(|_| state.verification)
+    }
+    .ok_or_else(|| "没有等待中的扫码登录。/ No QR sign-in is waiting.".to_owned())?;
+    open_window(app, shell, &url)
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
 /// The sign-in page, in the system browser; the embedded window closes, since both would
 /// wait on the same listener.
 pub(crate) fn open_in_browser<R: Runtime>(app: &AppHandle<R>, shell: &Shell) -> Result<(), String> {
@@ -273,6 +319,7 @@ pub fn on_destroyed<R: Runtime>(app: &AppHandle<R>, shell: &Shell) {
         let by_hand = !state.expect_close
             && !state.reached_callback
             && !state.handed_off
+            && !state.verification
             && state.policy.is_some();
         state.expect_close = false;
         state.reached_callback = false;

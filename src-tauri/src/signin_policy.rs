@@ -6,6 +6,12 @@
 //! with the same state, PKCE verifier and listener. Anything that is not a web page
 //! (`javascript:`, `file:`, `data:`, custom schemes) is refused.
 //!
+//! A device sign-in, "Connect my Feishu" and an application for a scope the app lacks have no
+//! callback: their policy ([`SignInPolicy::verification`]) shows the verification page's own
+//! origin, the sign-in hosts, and on Feishu's and Lark's Open Platform hosts only the
+//! confirmation pages under `/page/` (`/page/cli`, `/page/scope-apply`); any other web page goes
+//! to the system browser, as above.
+//!
 //! The window also carries a script that reads Feishu's error page ("错误码：20029 …" /
 //! "Error code: 20029 …") and reports the code by navigating to a reserved address under
 //! `.invalid`, which never resolves and which the policy intercepts: the sign-in window has no
@@ -23,6 +29,10 @@ pub const SIGN_IN_HOSTS: &[&str] = &[
     "passport.larksuite.com",
 ];
 
+/// The Open Platform hosts whose confirmation pages (`/page/…`: creating an app, applying for a
+/// scope) a verification window shows; nothing else of them (the developer console, docs).
+pub const VERIFICATION_HOSTS: &[&str] = &["open.feishu.cn", "open.larksuite.com"];
+
 /// The reserved host the error-page script reports to (RFC 2606: `.invalid` never resolves).
 pub const REPORT_HOST: &str = "feishu-companion.invalid";
 
@@ -33,7 +43,8 @@ const MAX_REPORTED_SCOPES: usize = 50;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SignInPolicy {
     authorize: url::Origin,
-    callback: url::Origin,
+    /// The loopback listener; none for a verification page (device flow, connect, scope apply).
+    callback: Option<url::Origin>,
 }
 
 /// A sign-in URL the window cannot be pointed at.
@@ -61,13 +72,26 @@ impl SignInPolicy {
         }
         Ok(SignInPolicy {
             authorize: authorize.origin(),
-            callback: callback.origin(),
+            callback: Some(callback.origin()),
+        })
+    }
+
+    /// The policy for a verification page with no redirect (a device sign-in's page, the page
+    /// that confirms creating an app, a scope application).
+    pub fn verification(page_url: &str) -> Result<SignInPolicy, PolicyError> {
+        let page = Url::parse(page_url)?;
+        if !matches!(page.scheme(), "http" | "https") {
+            return Err(PolicyError::Refused(redacted(&page)));
+        }
+        Ok(SignInPolicy {
+            authorize: page.origin(),
+            callback: None,
         })
     }
 
     /// Whether `url` is the loopback listener (the sign-in is then in the core's hands).
     pub fn is_callback(&self, url: &Url) -> bool {
-        url.origin() == self.callback
+        self.callback.as_ref() == Some(&url.origin())
     }
 }
 
@@ -114,16 +138,20 @@ pub fn navigation(url: &Url, policy: &SignInPolicy) -> Navigation {
         return Navigation::HandOff;
     }
     let origin = url.origin();
-    if origin == policy.callback {
+    if policy.callback.as_ref() == Some(&origin) {
         return Navigation::Callback;
     }
     if origin == policy.authorize {
         return Navigation::Allow;
     }
-    let sign_in_host = url.scheme() == "https"
-        && url.port().is_none()
-        && matches!(url.host(), Some(url::Host::Domain(host)) if SIGN_IN_HOSTS.contains(&host));
-    if sign_in_host {
+    let on = |hosts: &[&str]| {
+        url.scheme() == "https"
+            && url.port().is_none()
+            && matches!(url.host(), Some(url::Host::Domain(host)) if hosts.contains(&host))
+    };
+    let confirmation_page =
+        policy.callback.is_none() && on(VERIFICATION_HOSTS) && url.path().starts_with("/page/");
+    if on(SIGN_IN_HOSTS) || confirmation_page {
         Navigation::Allow
     } else {
         Navigation::HandOff
@@ -241,6 +269,45 @@ mod tests {
 
     fn nav(url: &str) -> Navigation {
         navigation(&Url::parse(url).unwrap(), &policy())
+    }
+
+    #[test]
+    fn a_verification_window_shows_feishus_confirmation_pages_and_nothing_more() {
+        let policy = SignInPolicy::verification("https://open.feishu.cn/page/cli?user_code=AB-CD")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let nav = |u: &str| navigation(&Url::parse(u).unwrap_or_else(|e| panic!("{e}")), &policy);
+        for shown in [
+            "https://open.feishu.cn/page/cli?user_code=AB-CD",
+            "https://open.larksuite.com/page/scope-apply?clientID=cli_x&scopes=a:b",
+            "https://accounts.feishu.cn/oauth/v1/device/verify?user_code=X",
+            "https://passport.larksuite.com/login",
+        ] {
+            assert_eq!(nav(shown), Navigation::Allow, "{shown}");
+        }
+        for elsewhere in [
+            "https://open.feishu.cn/app/cli_x/safe",
+            "https://open.feishu.cn/document/home",
+            "https://open.feishu.cn:8443/page/cli",
+            "https://evil.example/page/cli",
+            "http://127.0.0.1:9768/callback?code=abc",
+        ] {
+            assert_eq!(nav(elsewhere), Navigation::HandOff, "{elsewhere}");
+        }
+        assert_eq!(nav("javascript:alert(1)"), Navigation::Block);
+        assert!(!policy.is_callback(
+            &Url::parse("http://127.0.0.1:9768/callback").unwrap_or_else(|e| panic!("{e}"))
+        ));
+        // The redirect sign-in's window does not show the confirmation pages: only a
+        // verification window needs them.
+        let redirect = SignInPolicy::new(AUTHORIZE, CALLBACK).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            navigation(
+                &Url::parse("https://open.feishu.cn/page/cli").unwrap_or_else(|e| panic!("{e}")),
+                &redirect
+            ),
+            Navigation::HandOff
+        );
+        assert!(SignInPolicy::verification("file:///etc/passwd").is_err());
     }
 
     #[test]

@@ -46,6 +46,8 @@ pub enum UiEvent {
         /// The calls, sorted.
         call_ids: Vec<String>,
     },
+    /// "Connect my Feishu" moved on (see [`crate::connect`]).
+    Connect(crate::connect::ConnectStatus),
 }
 
 /// Where a sign-in stands.
@@ -53,9 +55,13 @@ pub enum UiEvent {
 pub enum SignInStatus {
     /// Waiting for the user on Feishu's page.
     Waiting {
-        /// The authorize page.
+        /// The authorize page (the verification page of a device sign-in).
         url: String,
+        /// A device sign-in's code: the QR code and countdown to show instead of a window.
+        device: Option<crate::connect::DeviceTicket>,
     },
+    /// A device sign-in's code ran out before anyone confirmed.
+    Expired,
     /// Signed in; held calls are running again.
     SignedIn {
         /// Who.
@@ -89,8 +95,10 @@ pub enum SignInStatus {
 pub struct SignInTicket {
     /// The authorize page to show in the sign-in window (or the system browser).
     pub url: String,
-    /// The redirect URL the listener waits on.
+    /// The redirect URL the listener waits on (empty for a device sign-in).
     pub redirect_uri: String,
+    /// A device sign-in's code, to show as a QR code.
+    pub device: Option<crate::connect::DeviceTicket>,
 }
 
 /// How to open the app.
@@ -159,6 +167,8 @@ struct Inner {
     rebuilding: tokio::sync::Mutex<()>,
     events: broadcast::Sender<UiEvent>,
     sign_in: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The "Connect my Feishu" in progress, and its code.
+    connect: Mutex<Option<(tokio::task::JoinHandle<()>, crate::connect::DeviceTicket)>>,
     titles: Mutex<std::collections::HashMap<String, String>>,
     /// The user's Python files, loaded into the sandbox (see [`crate::python`]); they outlive
     /// runtime rebuilds.
@@ -243,6 +253,7 @@ impl Companion {
                 rebuilding: tokio::sync::Mutex::new(()),
                 events,
                 sign_in: Mutex::new(None),
+                connect: Mutex::new(None),
                 titles: Mutex::default(),
                 python,
                 python_host,
@@ -505,6 +516,14 @@ impl Companion {
             task.abort();
             let _ = task.await;
         }
+        if self.settings().feishu.uses_device_flow() {
+            let ticket = self.begin_device_sign_in(wanted).await?;
+            return Ok(SignInTicket {
+                url: ticket.url.clone(),
+                redirect_uri: String::new(),
+                device: Some(ticket),
+            });
+        }
         let port = lock_read(&self.inner.settings).feishu.redirect_port;
         let listener = LoopbackListener::bind(port)
             .await
@@ -518,12 +537,14 @@ impl Companion {
         let ticket = SignInTicket {
             url: request.url.to_string(),
             redirect_uri: request.redirect_uri.clone(),
+            device: None,
         };
         let _ = self
             .inner
             .events
             .send(UiEvent::SignIn(SignInStatus::Waiting {
                 url: ticket.url.clone(),
+                device: None,
             }));
         let me = self.clone();
         let task = tokio::spawn(async move {
@@ -582,6 +603,11 @@ impl Companion {
                 };
             }
         };
+        self.after_sign_in(account).await
+    }
+
+    /// What follows every sign-in, loopback or device: who it is, then the held calls run again.
+    pub(crate) async fn after_sign_in(&self, account: Account) -> SignInStatus {
         // Remembered before the held calls run again, so what they add is the person's.
         let switched_from = match &account.user {
             Some(user) => match self.remember_person(crate::person::Person {
@@ -636,6 +662,28 @@ impl Companion {
     /// Tells the UI where a sign-in stands.
     pub(crate) fn announce(&self, status: SignInStatus) {
         let _ = self.inner.events.send(UiEvent::SignIn(status));
+    }
+
+    /// Tells the UI anything.
+    pub(crate) fn emit(&self, event: UiEvent) {
+        let _ = self.inner.events.send(event);
+    }
+
+    /// The sign-in in progress (its task ends the listener or the polling when aborted).
+    pub(crate) fn set_sign_in_task(&self, task: tokio::task::JoinHandle<()>) {
+        *lock(&self.inner.sign_in) = Some(task);
+    }
+
+    /// The "Connect my Feishu" in progress (see [`crate::connect`]).
+    pub(crate) fn connect_slot(
+        &self,
+    ) -> &Mutex<Option<(tokio::task::JoinHandle<()>, crate::connect::DeviceTicket)>> {
+        &self.inner.connect
+    }
+
+    /// The stand-in Feishu the user's own app is pointed at, if any (tests).
+    pub(crate) fn feishu_base_override(&self) -> Option<String> {
+        self.inner.options.feishu_base_url.clone()
     }
 
     /// The App ID sign-ins use (the demo app's in demo mode).

@@ -11,6 +11,7 @@ mod apply;
 mod assistant;
 pub mod autonomy;
 pub mod check;
+pub mod connect;
 mod core;
 pub mod data;
 mod edit;
@@ -40,4 +41,6 @@ pub use core::{
 pub use paths::AppPaths;
 pub use resources::Resources;
 pub use runtime::Profile;
-pub use settings::{FeishuSettings, Language, ModelSettings, Settings, SettingsError, Theme};
+pub use settings::{
+    FeishuSettings, Language, ModelSettings, Settings, SettingsError, SignInFlow, Theme,
+};

@@ -54,6 +54,20 @@ impl Default for ModelSettings {
     }
 }
 
+/// How the user signs in to Feishu.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ts_rs::TS)]
+#[serde(rename_all = "snake_case")]
+pub enum SignInFlow {
+    /// The device flow (a QR code) for an app the companion created, the browser redirect for
+    /// an app made in the developer console (which has a redirect URL registered).
+    #[default]
+    Auto,
+    /// Always the device flow: confirm on Feishu's page, by QR code or in the sign-in window.
+    Device,
+    /// Always the browser redirect to the loopback listener (needs the redirect URL registered).
+    Browser,
+}
+
 /// The user's Feishu app.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ts_rs::TS)]
 #[serde(default)]
@@ -65,6 +79,11 @@ pub struct FeishuSettings {
     pub app_id: String,
     /// The loopback port of the redirect URL registered with the app.
     pub redirect_port: u16,
+    /// How sign-ins go (Settings can override the automatic choice).
+    pub sign_in_flow: SignInFlow,
+    /// Whether the companion created the app ("Connect my Feishu"): it then has no redirect URL,
+    /// so the automatic choice is the device flow.
+    pub created_by_app: bool,
 }
 
 impl Default for FeishuSettings {
@@ -73,11 +92,22 @@ impl Default for FeishuSettings {
             brand: feishu::Brand::Feishu,
             app_id: String::new(),
             redirect_port: feishu::listener::DEFAULT_PORT,
+            sign_in_flow: SignInFlow::Auto,
+            created_by_app: false,
         }
     }
 }
 
 impl FeishuSettings {
+    /// Whether a sign-in uses the device flow rather than the redirect to the listener.
+    pub fn uses_device_flow(&self) -> bool {
+        match self.sign_in_flow {
+            SignInFlow::Auto => self.created_by_app,
+            SignInFlow::Device => true,
+            SignInFlow::Browser => false,
+        }
+    }
+
     /// The redirect URL to register in the Feishu developer console, exactly.
     pub fn redirect_url(&self) -> String {
         feishu::listener::redirect_uri(self.redirect_port)

@@ -244,6 +244,7 @@ impl Companion {
         Ok(SignInTicketView {
             url: ticket.url,
             redirect_uri: ticket.redirect_uri,
+            device: ticket.device.as_ref().map(Into::into),
         })
     }
 

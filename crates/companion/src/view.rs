@@ -310,6 +310,9 @@ pub struct CallView {
     pub scopes: Vec<ScopeView>,
     /// The fallback sign-in link the tool gave.
     pub authorize_url: Option<String>,
+    /// The app itself lacks the permission (99991672): Feishu's page to apply for it. Signing
+    /// in does not help; applying does (an administrator may have to approve), then Retry.
+    pub scope_apply_url: Option<String>,
     /// `approved`, `approved_edited`, `rejected`, `expired`, `superseded`, `cancelled`.
     pub verdict: Option<String>,
     /// `user` or `rule:<id>`.
@@ -676,9 +679,13 @@ pub struct SavedSettings {
 pub enum SignInView {
     /// Waiting for the user on Feishu's page.
     Waiting {
-        /// The authorize page.
+        /// The authorize page (a device sign-in's verification page).
         url: String,
+        /// A device sign-in's code and QR code: shown on the card instead of a window.
+        device: Option<crate::connect::view::DeviceCodeView>,
     },
+    /// A device sign-in's code ran out before anyone confirmed.
+    Expired,
     /// Signed in; held calls run again.
     SignedIn {
         /// Who.
@@ -707,7 +714,11 @@ pub enum SignInView {
 impl From<&crate::SignInStatus> for SignInView {
     fn from(s: &crate::SignInStatus) -> SignInView {
         match s {
-            crate::SignInStatus::Waiting { url } => SignInView::Waiting { url: url.clone() },
+            crate::SignInStatus::Waiting { url, device } => SignInView::Waiting {
+                url: url.clone(),
+                device: device.as_ref().map(Into::into),
+            },
+            crate::SignInStatus::Expired => SignInView::Expired,
             crate::SignInStatus::SignedIn {
                 name,
                 scopes,
@@ -734,8 +745,10 @@ impl From<&crate::SignInStatus> for SignInView {
 pub struct SignInTicketView {
     /// The authorize page (embedded window or system browser).
     pub url: String,
-    /// Where Feishu sends the browser back.
+    /// Where Feishu sends the browser back (empty for a device sign-in).
     pub redirect_uri: String,
+    /// A device sign-in's code and QR code.
+    pub device: Option<crate::connect::view::DeviceCodeView>,
 }
 
 /// What the UI hears, as it happens (the `companion://event` event).
@@ -791,6 +804,11 @@ pub enum UiEventView {
         /// The calls.
         call_ids: Vec<String>,
     },
+    /// "Connect my Feishu" moved on.
+    Connect {
+        /// Where it stands.
+        status: crate::connect::view::ConnectView,
+    },
 }
 
 impl UiEventView {
@@ -807,6 +825,9 @@ impl UiEventView {
             crate::UiEvent::OpenInbox => Some(UiEventView::OpenInbox),
             crate::UiEvent::RemoteCards { call_ids } => Some(UiEventView::RemoteCards {
                 call_ids: call_ids.clone(),
+            }),
+            crate::UiEvent::Connect(status) => Some(UiEventView::Connect {
+                status: status.into(),
             }),
             crate::UiEvent::Engine(e) => match &**e {
                 EngineEvent::Event { session_id, event } if event.partial => {
@@ -867,6 +888,9 @@ impl From<&CallRecord> for CallView {
             preview: c.preview.as_ref().map(PreviewView::from),
             scopes: c.auth_scopes.iter().map(|s| labels::scope(s)).collect(),
             authorize_url: c.authorize_url.clone(),
+            scope_apply_url: c.authorize_url.clone().filter(|u| {
+                c.status == CallStatus::AwaitingAuth && crate::connect::view::is_scope_apply(u)
+            }),
             verdict: c.decision.as_ref().map(|d| snake(&d.verdict)),
             decided_by: c.decision.as_ref().map(|d| d.decided_by.clone()),
             reason: c.decision.as_ref().and_then(|d| d.reason.clone()),

@@ -64,6 +64,8 @@ pub enum ApiError {
     ScopeNotEnabled {
         /// Feishu's message, which names the scope.
         message: String,
+        /// The scopes its `permission_violations` name (any one of them would do).
+        scopes: Vec<String>,
         /// Feishu's log id.
         log_id: Option<String>,
     },
@@ -455,6 +457,7 @@ pub fn decode_answer(
         }),
         Some(99991672) => Answer::Failed(ApiError::ScopeNotEnabled {
             message: msg(""),
+            scopes: missing_scopes_from_error(&value),
             log_id,
         }),
         other => {

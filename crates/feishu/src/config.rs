@@ -65,6 +65,54 @@ impl Endpoints {
         join(&self.open, "open-apis/authen/v1/user_info")
     }
 
+    /// The brand's hosts served from one base, as the emulator serves them: Feishu at `base`,
+    /// Lark under `base/lark/` (a stand-in for a real tenant can then answer for both brands).
+    pub fn emulated(base: &Url, brand: Brand) -> Self {
+        match brand {
+            Brand::Feishu => Endpoints::single(base.clone()),
+            Brand::Lark => {
+                let mut lark = base.clone();
+                let path = format!("{}/lark/", base.path().trim_end_matches('/'));
+                lark.set_path(&path);
+                Endpoints::single(lark)
+            }
+        }
+    }
+
+    /// `{accounts}/oauth/v1/device_authorization`: where a device sign-in begins.
+    pub fn device_authorization_url(&self) -> Url {
+        join(&self.accounts, "oauth/v1/device_authorization")
+    }
+
+    /// `{accounts}/oauth/v1/app/registration`: app self-registration's begin and poll.
+    pub fn app_registration_url(&self) -> Url {
+        join(&self.accounts, "oauth/v1/app/registration")
+    }
+
+    /// `{open}/page/cli?user_code=…`: where the user confirms a registration.
+    pub fn registration_page(&self, user_code: &str) -> Url {
+        let mut url = join(&self.open, "page/cli");
+        url.query_pairs_mut().append_pair("user_code", user_code);
+        url
+    }
+
+    /// `{open}/page/scope-apply?clientID=…&scopes=…`: where the user applies for a scope the
+    /// app itself lacks (99991672); an administrator may have to approve it.
+    pub fn scope_apply_url(&self, app_id: &str, scopes: &[String]) -> Url {
+        let mut url = join(&self.open, "page/scope-apply");
+        url.query_pairs_mut()
+            .append_pair("clientID", app_id)
+            .append_pair("scopes", &scopes.join(","));
+        url
+    }
+
+    /// Whether `url` is this app's scope-apply page (what an app-scope card opens).
+    pub fn is_scope_apply_url(&self, url: &str) -> bool {
+        Url::parse(url).is_ok_and(|u| {
+            u.origin() == self.open.origin() && u.path().ends_with("/page/scope-apply")
+        })
+    }
+
     /// `{open}/callback/ws/endpoint`: where an app asks for its long connection's URL.
     pub fn long_connection_url(&self) -> Url {
         join(&self.open, "callback/ws/endpoint")
@@ -111,6 +159,44 @@ mod tests {
         assert_eq!(
             lark.user_info_url().as_str(),
             "https://open.larksuite.com/open-apis/authen/v1/user_info"
+        );
+    }
+
+    #[test]
+    fn the_device_and_registration_pages_are_where_feishus_tool_finds_them() {
+        let feishu = Endpoints::for_brand(Brand::Feishu);
+        assert_eq!(
+            feishu.device_authorization_url().as_str(),
+            "https://accounts.feishu.cn/oauth/v1/device_authorization"
+        );
+        assert_eq!(
+            feishu.app_registration_url().as_str(),
+            "https://accounts.feishu.cn/oauth/v1/app/registration"
+        );
+        assert_eq!(
+            feishu.registration_page("AB CD").as_str(),
+            "https://open.feishu.cn/page/cli?user_code=AB+CD"
+        );
+        let apply = Endpoints::for_brand(Brand::Lark)
+            .scope_apply_url("cli_x", &["drive:drive:readonly".to_owned()]);
+        assert_eq!(
+            apply.as_str(),
+            "https://open.larksuite.com/page/scope-apply?clientID=cli_x&scopes=drive%3Adrive%3Areadonly"
+        );
+        assert!(Endpoints::for_brand(Brand::Lark).is_scope_apply_url(apply.as_str()));
+        assert!(!feishu.is_scope_apply_url(apply.as_str()));
+        let base = Url::parse("http://127.0.0.1:4000").unwrap_or_else(|_| unreachable!());
+        assert_eq!(
+            Endpoints::emulated(&base, Brand::Lark)
+                .app_registration_url()
+                .as_str(),
+            "http://127.0.0.1:4000/lark/oauth/v1/app/registration"
+        );
+        assert_eq!(
+            Endpoints::emulated(&base, Brand::Feishu)
+                .token_url()
+                .as_str(),
+            "http://127.0.0.1:4000/open-apis/authen/v2/oauth/token"
         );
     }
 

@@ -28,6 +28,9 @@ pub enum SignInError {
     /// The authorize URL could not be built.
     #[error(transparent)]
     OAuth(#[from] crate::oauth::FeishuOAuthError),
+    /// The device flow ended without a token (declined, expired, offline, refused).
+    #[error(transparent)]
+    Device(#[from] crate::device::DeviceFlowError),
 }
 
 impl TokenManager {
@@ -62,6 +65,22 @@ impl TokenManager {
                 Err(SignInError::Declined(error))
             }
         }
+    }
+}
+
+impl TokenManager {
+    /// Signs the user in for `scopes` (plus `offline_access`) by the device flow: asks for a
+    /// code, calls `show` with it (the QR code, the link), polls until the user confirms on
+    /// Feishu's page and stores the tokens. No redirect URL is involved.
+    pub async fn device_sign_in(
+        &self,
+        scopes: &[String],
+        show: impl FnOnce(&crate::device::DeviceCode),
+    ) -> Result<Account, SignInError> {
+        let code = self.oauth().request_device_code(scopes).await?;
+        show(&code);
+        let tokens = self.oauth().wait_for_device_token(&code).await?;
+        Ok(self.store_sign_in(tokens).await?)
     }
 }
 

@@ -197,6 +197,16 @@ impl OAuthClient {
         &self.credentials.app_id
     }
 
+    /// The app's credentials (for the crate's other token calls).
+    pub(crate) fn credentials(&self) -> &AppCredentials {
+        &self.credentials
+    }
+
+    /// The HTTP client token calls use: no redirects followed.
+    pub(crate) fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
     /// A sign-in request for `scopes` (plus `offline_access`), redirecting to `redirect_uri`.
     pub fn begin_sign_in(
         &self,

@@ -21,7 +21,9 @@ use secrecy::{ExposeSecret as _, SecretString};
 use serde::{Deserialize, Serialize};
 use zeroize::{Zeroize as _, Zeroizing};
 
-use crate::oauth::{FeishuOAuthError, OAuthClient, RefreshAction, SignInRequest, UserInfo};
+use crate::oauth::{
+    FeishuOAuthError, OAuthClient, RefreshAction, SignInRequest, TokenSet, UserInfo,
+};
 
 /// Refresh this long before the access token expires.
 pub const REFRESH_MARGIN_MS: i64 = 5 * 60 * 1000;
@@ -274,6 +276,12 @@ impl TokenManager {
             .exchange_code(code, &request.verifier, &request.redirect_uri)
             .await
             .map_err(classify)?;
+        self.store_sign_in(tokens).await
+    }
+
+    /// Finishes a sign-in whose tokens came some other way (the device flow): learns who signed
+    /// in and saves the tokens, exactly as after a loopback sign-in.
+    pub async fn store_sign_in(&self, tokens: TokenSet) -> Result<Account, TokenError> {
         let user = self
             .oauth
             .user_info(&tokens.access_token)

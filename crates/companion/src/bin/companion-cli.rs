@@ -290,7 +290,22 @@ async fn print_events(mut events: tokio::sync::broadcast::Receiver<UiEvent>) {
             UiEvent::SignIn(SignInStatus::InBrowser) => {
                 println!("\n… 登录在浏览器中继续 / the sign-in continues in your browser")
             }
+            UiEvent::SignIn(SignInStatus::Waiting {
+                device: Some(code), ..
+            }) => {
+                println!(
+                    "\n… 在飞书中打开并确认 / confirm in Feishu: {} (code {})",
+                    code.url, code.user_code
+                )
+            }
             UiEvent::SignIn(SignInStatus::Waiting { .. }) => {}
+            UiEvent::SignIn(SignInStatus::Expired) => {
+                println!("\n✗ 二维码已过期，请重新登录 / the code expired; sign in again")
+            }
+            UiEvent::Connect(status) => {
+                let view = companion::connect::view::ConnectView::from(&status);
+                println!("\n◆ {}", serde_json::to_string(&view).unwrap_or_default())
+            }
             UiEvent::OpenCall { call_id } => {
                 println!("\n◆ 飞书中点了「在应用中打开」/ opened from Feishu: {call_id}")
             }

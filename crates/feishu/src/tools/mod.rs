@@ -205,6 +205,9 @@ impl AgentTool for FeishuTool {
         match (self.run)(self.env.clone(), args, ctx.idempotency_key.clone()).await {
             Ok(value) => ToolReturn::from(value),
             Err(ApiError::NeedsAuth { scopes }) => self.needs_auth(scopes).await,
+            Err(ApiError::ScopeNotEnabled { scopes, .. }) if !scopes.is_empty() => {
+                self.app_lacks(scopes)
+            }
             Err(error) => self.failure(error),
         }
     }
@@ -247,6 +250,27 @@ impl FeishuTool {
             .into()
     }
 
+    /// The app itself lacks a scope (99991672): only applying for it helps, and an administrator
+    /// may have to approve. The call waits like one that needs a sign-in, with the scope-apply
+    /// page as its link, so the app can show the page and run the call again on request.
+    fn app_lacks(&self, named: Vec<String>) -> ToolReturn {
+        let mut scopes = choose_scopes(&named, self.spec.scopes);
+        if scopes.is_empty() {
+            scopes = named;
+        }
+        scopes.truncate(1);
+        let oauth = self.env.api.tokens().oauth();
+        let url = oauth.endpoints().scope_apply_url(oauth.app_id(), &scopes);
+        ToolResult::new(ToolOutcome::NeedsUserAuth)
+            .with_content(format!(
+                "The user's Feishu app has not been granted {} yet. The app is showing the user a card to apply for it (an administrator may have to approve); the call runs again when they press Retry.",
+                scopes.join(", ")
+            ))
+            .with_auth_scopes(scopes)
+            .with_authorize_url(url.to_string())
+            .into()
+    }
+
     fn failure(&self, error: ApiError) -> ToolReturn {
         let text = match &error {
             ApiError::ScopeNotEnabled { .. } => {
@@ -285,6 +309,52 @@ pub const APP_SCOPES: &[&str] = &[
     "drive:drive:readonly",
     "task:task:read",
     "task:task:write",
+    "contact:user:search",
+    "contact:contact.base:readonly",
+];
+
+/// The scopes of [`APP_SCOPES`] that Feishu grants an app made by self-registration without an
+/// administrator: Feishu's command-line tool's "auto-approve" set (its scope registry's
+/// `recommend: "true"` entries plus its override allow list, minus its deny list), restricted to
+/// what this app asks for. `search:docs:read` and `drive:drive:readonly` are not in it, and
+/// `im:message.send_as_user` is on the deny list: those need an administrator's approval.
+pub const AUTO_APPROVED_SCOPES: &[&str] = &[
+    "offline_access",
+    "calendar:calendar:readonly",
+    "calendar:calendar.free_busy:read",
+    "calendar:calendar.event:create",
+    "calendar:calendar.event:update",
+    "calendar:calendar.event:delete",
+    "im:chat:readonly",
+    "im:message:readonly",
+    "im:message.group_msg:get_as_user",
+    "im:message.p2p_msg:get_as_user",
+    "im:message",
+    "docs:document.content:read",
+    "docx:document:readonly",
+    "docx:document:create",
+    "docx:document:write_only",
+    "docx:document.block:convert",
+    "task:task:read",
+    "task:task:write",
+    "contact:user:search",
+    "contact:contact.base:readonly",
+];
+
+/// What the first sign-in of an app made by self-registration asks for: the read scopes of
+/// [`AUTO_APPROVED_SCOPES`], so it needs no administrator and the assistant can answer about
+/// the calendar, chats, documents, tasks and people at once. Writes, and reads Feishu does not
+/// grant without an administrator, are asked for when a tool first needs them.
+pub const FIRST_SIGN_IN_SCOPES: &[&str] = &[
+    "calendar:calendar:readonly",
+    "calendar:calendar.free_busy:read",
+    "im:chat:readonly",
+    "im:message:readonly",
+    "im:message.group_msg:get_as_user",
+    "im:message.p2p_msg:get_as_user",
+    "docs:document.content:read",
+    "docx:document:readonly",
+    "task:task:read",
     "contact:user:search",
     "contact:contact.base:readonly",
 ];

@@ -1,0 +1,311 @@
+//! Getting in without the developer console: "Connect my Feishu" creates the user's own Feishu
+//! app by self-registration ([`feishu::registration`]), and sign-ins of such an app use the
+//! device flow ([`feishu::device`]), so no redirect URL is ever registered.
+//!
+//! Terms. A *connect* is one self-registration: a QR code of Feishu's confirmation page, a
+//! countdown, and on success the new App ID and Secret (vault), brand and `created_by_app`
+//! (settings), applied at once without a restart. A *device sign-in* is a sign-in confirmed on
+//! Feishu's verification page; what follows it (saving the tokens, resuming held calls, audit)
+//! is the loopback sign-in's, unchanged. A connect that fails leaves nothing behind: the secret
+//! is only written together with the settings that name its app, and removed again if those
+//! cannot be saved.
+
+pub mod qr;
+pub mod view;
+
+use feishu::{Brand, DeviceFlowError, Endpoints, RegistrationClient};
+
+use crate::core::{APP_SECRET, Companion, CompanionError, SignInStatus, lock};
+use crate::view::Text;
+
+/// A code the user confirms on Feishu's page: what the QR code and the countdown show.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceTicket {
+    /// The verification page (with the user code): the QR code's content.
+    pub url: String,
+    /// The code the page shows.
+    pub user_code: String,
+    /// When the code runs out (Unix ms).
+    pub expires_at: i64,
+    /// Seconds between polls.
+    pub interval_secs: u64,
+}
+
+impl DeviceTicket {
+    fn new(code: &feishu::DeviceCode) -> DeviceTicket {
+        let now = jiff::Timestamp::now().as_millisecond();
+        DeviceTicket {
+            url: code.verification_uri_complete.clone(),
+            user_code: code.user_code.clone(),
+            expires_at: now + i64::try_from(code.expires_in.as_millis()).unwrap_or(i64::MAX / 2),
+            interval_secs: code.interval.as_secs(),
+        }
+    }
+}
+
+/// Why a connect ended without an app.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConnectFailure {
+    /// Nobody confirmed before the code ran out.
+    Expired,
+    /// The user pressed Cancel on Feishu's page.
+    Denied,
+    /// The user cancelled in the app.
+    Cancelled,
+    /// Feishu could not be reached.
+    Offline,
+    /// Anything else; the words say what.
+    Other(String),
+}
+
+/// Where a connect stands (the `connect` UI event).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConnectStatus {
+    /// Waiting for the user to confirm on Feishu's page.
+    Waiting(DeviceTicket),
+    /// The app exists and the settings name it.
+    Connected {
+        /// The new App ID.
+        app_id: String,
+        /// The tenant's brand.
+        brand: Brand,
+        /// No model is configured yet, so the app stays in demo mode until one is chosen.
+        needs_model: bool,
+    },
+    /// It ended without an app.
+    Failed(ConnectFailure),
+}
+
+impl ConnectFailure {
+    fn from_flow(error: &DeviceFlowError) -> ConnectFailure {
+        match error {
+            DeviceFlowError::Denied => ConnectFailure::Denied,
+            DeviceFlowError::Expired => ConnectFailure::Expired,
+            DeviceFlowError::Offline { .. } => ConnectFailure::Offline,
+            other => ConnectFailure::Other(other.to_string()),
+        }
+    }
+
+    /// What happened and what to do, in both languages.
+    pub fn words(&self) -> Text {
+        match self {
+            ConnectFailure::Expired => Text::new(
+                "二维码已过期，还没有人确认。请重试，获取新的二维码。",
+                "The QR code expired before anyone confirmed. Try again for a new one.",
+            ),
+            ConnectFailure::Denied => Text::new(
+                "已在飞书中取消创建应用。如需连接，请重试并点“创建并授权”。",
+                "Creating the app was cancelled in Feishu. To connect, try again and confirm.",
+            ),
+            ConnectFailure::Cancelled => Text::new(
+                "已取消连接飞书，没有保存任何设置。",
+                "Connecting to Feishu was cancelled; nothing was saved.",
+            ),
+            ConnectFailure::Offline => Text::new(
+                "连不上飞书。请检查网络后重试。",
+                "Cannot reach Feishu. Check the network connection, then try again.",
+            ),
+            ConnectFailure::Other(message) => Text::new(
+                format!("连接飞书失败：{message}。请重试。"),
+                format!("Connecting to Feishu failed: {message}. Try again."),
+            ),
+        }
+    }
+}
+
+impl Companion {
+    /// The registration client: the brands' real hosts, or the stand-in's when the app is
+    /// pointed at one (tests; Lark then lives under `/lark` of the same base).
+    fn registration_client(&self) -> Result<RegistrationClient, CompanionError> {
+        let page = self.settings().feishu.brand;
+        let (feishu, lark) = match self.feishu_base_override() {
+            Some(base) => {
+                let base = url::Url::parse(&base)
+                    .map_err(|e| CompanionError::Other(format!("bad Feishu base URL: {e}")))?;
+                (
+                    Endpoints::emulated(&base, Brand::Feishu),
+                    Endpoints::emulated(&base, Brand::Lark),
+                )
+            }
+            None => (
+                Endpoints::for_brand(Brand::Feishu),
+                Endpoints::for_brand(Brand::Lark),
+            ),
+        };
+        RegistrationClient::new(feishu, lark, page)
+            .map_err(|e| CompanionError::Other(e.to_string()))
+    }
+
+    /// "Connect my Feishu": begins creating the user's own Feishu app and answers the code to
+    /// show; the rest arrives as [`crate::UiEvent::Connect`]. On success the app switches to it
+    /// at once and, when a model is configured, starts the first sign-in (device flow, the
+    /// scopes that need no administrator).
+    pub async fn connect_feishu(&self) -> Result<DeviceTicket, CompanionError> {
+        self.stop_connect();
+        let client = self.registration_client()?;
+        let code = match client.begin().await {
+            Ok(code) => code,
+            Err(e) => {
+                let failure = ConnectFailure::from_flow(&e);
+                self.emit_connect(ConnectStatus::Failed(failure.clone()));
+                return Err(CompanionError::Other(failure.words().en));
+            }
+        };
+        let ticket = DeviceTicket::new(&code);
+        self.emit_connect(ConnectStatus::Waiting(ticket.clone()));
+        let me = self.clone();
+        let task = tokio::spawn(async move {
+            let status = match client.wait(&code).await {
+                Ok(registration) => me.connected(registration).await,
+                Err(e) => ConnectStatus::Failed(ConnectFailure::from_flow(&e)),
+            };
+            me.emit_connect(status);
+        });
+        self.set_connect_task(task, ticket.clone());
+        Ok(ticket)
+    }
+
+    /// The user cancelled connecting: polling stops, nothing is saved.
+    pub fn cancel_connect(&self) {
+        if self.stop_connect() {
+            self.emit_connect(ConnectStatus::Failed(ConnectFailure::Cancelled));
+        }
+    }
+
+    /// The page of the connect waiting now, for the sign-in window.
+    pub fn connect_page(&self) -> Option<String> {
+        self.connect_waiting().map(|t| t.url)
+    }
+
+    /// Saves the new app, switches to it, and starts the first sign-in when it can.
+    async fn connected(&self, registration: feishu::Registration) -> ConnectStatus {
+        use secrecy::ExposeSecret as _;
+        let mut settings = self.settings();
+        settings.feishu.app_id = registration.app_id.clone();
+        settings.feishu.brand = registration.brand;
+        settings.feishu.created_by_app = true;
+        if let Err(e) = self.vault().put(
+            APP_SECRET,
+            registration.app_secret.expose_secret().as_bytes(),
+        ) {
+            return ConnectStatus::Failed(ConnectFailure::Other(e.to_string()));
+        }
+        if let Err(e) = self.apply_settings(settings).await {
+            // Half a connect is worse than none: the secret goes with the settings it needed.
+            let _ = self.vault().delete(APP_SECRET);
+            return ConnectStatus::Failed(ConnectFailure::Other(e.to_string()));
+        }
+        tracing::info!(brand = ?registration.brand, "connected to a new Feishu app");
+        let needs_model = self.is_demo();
+        if !needs_model {
+            let scopes = feishu::FIRST_SIGN_IN_SCOPES
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect();
+            if let Err(e) = self.begin_sign_in(scopes).await {
+                tracing::warn!(error = %e, "the first sign-in after connecting did not start");
+                self.announce(SignInStatus::Failed {
+                    message: e.to_string(),
+                });
+            }
+        }
+        ConnectStatus::Connected {
+            app_id: registration.app_id,
+            brand: registration.brand,
+            needs_model,
+        }
+    }
+
+    /// Starts a device sign-in for `scopes`: answers the code to show and finishes in the
+    /// background exactly as a loopback sign-in does.
+    pub(crate) async fn begin_device_sign_in(
+        &self,
+        scopes: Vec<String>,
+    ) -> Result<DeviceTicket, CompanionError> {
+        let tokens = self.tokens();
+        let code = tokens
+            .oauth()
+            .request_device_code(&scopes)
+            .await
+            .map_err(feishu::SignInError::from)?;
+        let ticket = DeviceTicket::new(&code);
+        self.announce(SignInStatus::Waiting {
+            url: ticket.url.clone(),
+            device: Some(ticket.clone()),
+        });
+        let me = self.clone();
+        let task = tokio::spawn(async move {
+            let status = match tokens.oauth().wait_for_device_token(&code).await {
+                Ok(set) => match tokens.store_sign_in(set).await {
+                    Ok(account) => me.after_sign_in(account).await,
+                    Err(e) => SignInStatus::Failed {
+                        message: e.to_string(),
+                    },
+                },
+                Err(DeviceFlowError::Denied) => SignInStatus::Declined,
+                Err(DeviceFlowError::Expired) => SignInStatus::Expired,
+                Err(e) => SignInStatus::Failed {
+                    message: e.to_string(),
+                },
+            };
+            me.announce(status);
+        });
+        self.set_sign_in_task(task);
+        Ok(ticket)
+    }
+
+    /// Runs a call that waits for a permission again (after the app was granted it).
+    /// The answer is where the call's turn stands then.
+    pub async fn retry_auth_call(
+        &self,
+        call_id: &str,
+    ) -> Result<crate::view::TurnView, CompanionError> {
+        let call = self
+            .pending()?
+            .into_iter()
+            .find(|c| c.call_id == call_id && c.status == agent::CallStatus::AwaitingAuth)
+            .ok_or_else(|| CompanionError::Other("this call is no longer waiting".to_owned()))?;
+        let outcomes = self.engine().auth_completed(&call.auth_scopes).await?;
+        Ok(outcomes
+            .into_iter()
+            .find(|t| t.invocation_id == call.invocation_id)
+            .map(Into::into)
+            .unwrap_or(crate::view::TurnView {
+                invocation_id: call.invocation_id,
+                status: "suspended".to_owned(),
+            }))
+    }
+
+    /// "Connect my Feishu", for the UI.
+    pub async fn connect_feishu_view(&self) -> Result<view::ConnectView, CompanionError> {
+        let ticket = self.connect_feishu().await?;
+        Ok(view::ConnectView::from(&ConnectStatus::Waiting(ticket)))
+    }
+
+    fn emit_connect(&self, status: ConnectStatus) {
+        self.emit(crate::UiEvent::Connect(status));
+    }
+
+    fn set_connect_task(&self, task: tokio::task::JoinHandle<()>, ticket: DeviceTicket) {
+        *lock(self.connect_slot()) = Some((task, ticket));
+    }
+
+    /// Stops the connect in progress; whether one was running.
+    fn stop_connect(&self) -> bool {
+        match lock(self.connect_slot()).take() {
+            Some((task, _)) => {
+                let running = !task.is_finished();
+                task.abort();
+                running
+            }
+            None => false,
+        }
+    }
+
+    fn connect_waiting(&self) -> Option<DeviceTicket> {
+        lock(self.connect_slot())
+            .as_ref()
+            .filter(|(task, _)| !task.is_finished())
+            .map(|(_, ticket)| ticket.clone())
+    }
+}
