@@ -187,3 +187,24 @@ async fn a_created_task_is_assigned_to_the_user_and_listed_as_theirs() {
         "the new task is among the user's tasks: {listed}"
     );
 }
+
+/// The first sign-in of an app the companion created asks only for reads Feishu grants without
+/// an administrator: every one is one the tools declare, in the auto-approved set, and no write.
+#[test]
+fn the_first_sign_in_asks_for_auto_approved_reads_only() {
+    let tools: std::collections::BTreeSet<&str> = feishu::APP_SCOPES.iter().copied().collect();
+    for scope in feishu::AUTO_APPROVED_SCOPES {
+        assert!(tools.contains(scope), "{scope} is no scope of the tools");
+    }
+    for scope in feishu::FIRST_SIGN_IN_SCOPES {
+        assert!(feishu::AUTO_APPROVED_SCOPES.contains(scope), "{scope} needs an administrator");
+        assert!(
+            !["create", "update", "delete", "write", "send"].iter().any(|w| scope.contains(w)),
+            "{scope} is a write"
+        );
+    }
+    // What Feishu's tool says needs an administrator is asked for only when a tool needs it.
+    for admin in ["search:docs:read", "drive:drive:readonly", "im:message.send_as_user"] {
+        assert!(!feishu::AUTO_APPROVED_SCOPES.contains(&admin), "{admin}");
+    }
+}

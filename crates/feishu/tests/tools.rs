@@ -377,7 +377,7 @@ async fn a_missing_user_scope_asks_to_sign_in_for_exactly_that_scope() {
 }
 
 #[tokio::test]
-async fn a_scope_the_app_lacks_is_a_failure_for_the_admin() {
+async fn a_scope_the_app_lacks_waits_on_feishus_scope_apply_page_for_that_scope_and_app() {
     let emulator = FeishuEmulator::start().await.unwrap();
     let mut limited = app();
     limited.enabled_scopes.retain(|s| !s.starts_with("task:"));
@@ -416,8 +416,17 @@ async fn a_scope_the_app_lacks_is_a_failure_for_the_admin() {
     };
     let (text, is_error, structured) = s.run_with_key("list_tasks", json!({}), &uuid_key()).await;
     assert!(is_error);
-    assert_eq!(structured.unwrap().outcome, ToolOutcome::Failed);
-    assert!(text.contains("admin"), "{text}");
+    let structured = structured.unwrap();
+    // Not a dead end: the call waits, naming the one scope to apply for, with Feishu's page
+    // for exactly that scope and this app, and the model is told an administrator may act.
+    assert_eq!(structured.outcome, ToolOutcome::NeedsUserAuth);
+    assert_eq!(structured.auth_scopes, ["task:task:read"]);
+    let page = url::Url::parse(structured.authorize_url.as_deref().unwrap()).unwrap();
+    assert_eq!(page.path(), "/page/scope-apply");
+    let query: std::collections::HashMap<_, _> = page.query_pairs().into_owned().collect();
+    assert_eq!(query["clientID"], APP_ID);
+    assert_eq!(query["scopes"], "task:task:read");
+    assert!(text.contains("administrator"), "{text}");
 }
 
 #[tokio::test]
