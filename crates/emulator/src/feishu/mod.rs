@@ -5,6 +5,12 @@
 //! [`oauth`] holds the sign-in side (authorize page, token endpoint, `user_info`), [`api`] the
 //! Open API side (calendar, IM, docs, tasks, contact, drive) over the demo tenant of [`seed`],
 //! and [`faults`] the injected failures and rate limits.
+//!
+//! Two brands: every route is served as it is for Feishu's hosts (`open.feishu.cn`,
+//! `accounts.feishu.cn`) and again under `/lark` for Lark's (`open.larksuite.com`,
+//! `accounts.larksuite.com`), over the same tenant. Where the brand matters (a Lark tenant's
+//! registration secret, the links a flow hands out) the handler reads which host it was.
+//! The request log records both under the unprefixed path.
 
 pub mod api;
 mod card_preview;
@@ -14,6 +20,7 @@ mod datetime;
 pub mod faults;
 pub mod longconn;
 pub mod oauth;
+mod page;
 pub mod seed;
 mod serve;
 mod tenant;
@@ -239,7 +246,7 @@ impl FeishuEmulator {
             longconn: longconn::LongConnState::default(),
             log: Vec::new(),
         })));
-        let router = Router::new()
+        let routes = Router::new()
             .merge(oauth::routes())
             .merge(api::routes(shared.clone()))
             .route("/_emulator/requests", get(request_log))
@@ -256,7 +263,14 @@ impl FeishuEmulator {
             .route("/_emulator/cards/{message_id}", get(api::bot::get_card))
             .merge(console::routes())
             .merge(longconn::routes())
-            .merge(card_preview::routes())
+            .merge(card_preview::routes());
+        // The Lark brand's hosts: the same routes under `/lark`, over the same state.
+        let router = Router::new()
+            .nest(
+                "/lark",
+                routes.clone().layer(axum::Extension(page::LarkHost)),
+            )
+            .merge(routes)
             .fallback(api::not_found)
             .layer(axum::middleware::from_fn(api::stamp_logid))
             .with_state(shared.clone());
