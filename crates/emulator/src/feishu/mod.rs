@@ -13,6 +13,7 @@
 //! The request log records both under the unprefixed path.
 
 pub mod api;
+pub mod auto_approve;
 mod card_preview;
 pub mod cards;
 pub mod console;
@@ -21,6 +22,8 @@ pub mod faults;
 pub mod longconn;
 pub mod oauth;
 mod page;
+mod polling;
+pub mod registration;
 pub mod seed;
 mod serve;
 mod tenant;
@@ -37,10 +40,12 @@ use serde::Serialize;
 
 pub use api::bot::DEFAULT_BOT_NAME;
 pub use api::scopes::{self, ENDPOINTS, Endpoint, PREFERRED_SCOPES, preferred_scope};
+pub use auto_approve::AUTO_APPROVED_SCOPES;
 pub use cards::{BotCard, CardVersion};
 pub use console::AppRelease;
 pub use faults::{Fault, FaultKind, RateLimit};
 pub use longconn::{Click, ClickError, ClickOutcome, ClientConfig, LongConnectionStatus};
+pub use registration::{CREATED_APP_NAME, RegistrationBrand, RegistrationInfo, RegistrationStatus};
 pub use seed::{SeedIds, SeedPerson};
 
 /// One request the emulator received, for tests to count.
@@ -112,6 +117,8 @@ pub(crate) struct EmulatorState {
     pub(crate) api: api::ApiState,
     pub(crate) bot: api::bot::BotState,
     pub(crate) longconn: longconn::LongConnState,
+    pub(crate) registration: registration::RegistrationState,
+    pub(crate) device_timing: polling::Timing,
     pub(crate) log: Vec<LoggedRequest>,
 }
 
@@ -244,6 +251,8 @@ impl FeishuEmulator {
             },
             bot: api::bot::BotState::default(),
             longconn: longconn::LongConnState::default(),
+            registration: registration::RegistrationState::default(),
+            device_timing: polling::Timing::default(),
             log: Vec::new(),
         })));
         let routes = Router::new()
@@ -263,7 +272,9 @@ impl FeishuEmulator {
             .route("/_emulator/cards/{message_id}", get(api::bot::get_card))
             .merge(console::routes())
             .merge(longconn::routes())
-            .merge(card_preview::routes());
+            .merge(card_preview::routes())
+            .merge(registration::routes())
+            .merge(polling::routes());
         // The Lark brand's hosts: the same routes under `/lark`, over the same state.
         let router = Router::new()
             .nest(
