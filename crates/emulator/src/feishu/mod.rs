@@ -18,6 +18,7 @@ mod card_preview;
 pub mod cards;
 pub mod console;
 mod datetime;
+pub mod device;
 pub mod faults;
 pub mod longconn;
 pub mod oauth;
@@ -43,6 +44,7 @@ pub use api::scopes::{self, ENDPOINTS, Endpoint, PREFERRED_SCOPES, preferred_sco
 pub use auto_approve::AUTO_APPROVED_SCOPES;
 pub use cards::{BotCard, CardVersion};
 pub use console::AppRelease;
+pub use device::{DEVICE_CODE_GRANT, PendingDeviceAuthorization};
 pub use faults::{Fault, FaultKind, RateLimit};
 pub use longconn::{Click, ClickError, ClickOutcome, ClientConfig, LongConnectionStatus};
 pub use registration::{CREATED_APP_NAME, RegistrationBrand, RegistrationInfo, RegistrationStatus};
@@ -118,6 +120,7 @@ pub(crate) struct EmulatorState {
     pub(crate) bot: api::bot::BotState,
     pub(crate) longconn: longconn::LongConnState,
     pub(crate) registration: registration::RegistrationState,
+    pub(crate) device: device::DeviceState,
     pub(crate) device_timing: polling::Timing,
     pub(crate) log: Vec<LoggedRequest>,
 }
@@ -252,6 +255,7 @@ impl FeishuEmulator {
             bot: api::bot::BotState::default(),
             longconn: longconn::LongConnState::default(),
             registration: registration::RegistrationState::default(),
+            device: device::DeviceState::default(),
             device_timing: polling::Timing::default(),
             log: Vec::new(),
         })));
@@ -274,6 +278,7 @@ impl FeishuEmulator {
             .merge(longconn::routes())
             .merge(card_preview::routes())
             .merge(registration::routes())
+            .merge(device::routes())
             .merge(polling::routes());
         // The Lark brand's hosts: the same routes under `/lark`, over the same state.
         let router = Router::new()

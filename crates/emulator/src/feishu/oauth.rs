@@ -2,7 +2,8 @@
 //! buttons; authorization codes that are single use and valid five minutes; PKCE (`S256` and
 //! `plain`, failing with 20049); redirect URLs matched exactly (20029 on the page, 20071 at the
 //! token endpoint); refresh tokens that rotate and are single use (20064 revoked, 20073 reused);
-//! cumulative grants; the flat v2 token JSON and its error codes; and `user_info`.
+//! cumulative grants; the flat v2 token JSON and its error codes; and `user_info`. The token
+//! endpoint also redeems device codes ([`super::device`]), answering with the same JSON.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -547,6 +548,7 @@ async fn token(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) ->
             refresh.used = true;
             issue_tokens(&mut state, &app_id)
         }
+        super::device::DEVICE_CODE_GRANT => super::device::redeem(&mut state, &app_id, &form),
         other => token_error(
             StatusCode::BAD_REQUEST,
             20036,
