@@ -6,6 +6,14 @@
 //! Open API side (calendar, IM, docs, tasks, contact, drive) over the demo tenant of [`seed`],
 //! and [`faults`] the injected failures and rate limits.
 //!
+//! The flows lark-cli uses, beside the authorize page: [`registration`] creates an app for the
+//! person ("create an app for me", `/oauth/v1/app/registration` and `/page/cli`), with the
+//! scopes of [`auto_approve`] enabled; [`device`] signs in with the device authorization grant
+//! (`/oauth/v1/device_authorization`, the verification page, the token endpoint's device-code
+//! grant); [`scope_apply`] is the page where an app applies for a scope it lacks and the tenant
+//! admin's approval. Both device-code flows share one pace (`polling.rs`: interval, `slow_down`,
+//! expiry), which tests shorten with [`FeishuEmulator::set_device_timing`].
+//!
 //! Two brands: every route is served as it is for Feishu's hosts (`open.feishu.cn`,
 //! `accounts.feishu.cn`) and again under `/lark` for Lark's (`open.larksuite.com`,
 //! `accounts.larksuite.com`), over the same tenant. Where the brand matters (a Lark tenant's
@@ -25,6 +33,7 @@ pub mod oauth;
 mod page;
 mod polling;
 pub mod registration;
+pub mod scope_apply;
 pub mod seed;
 mod serve;
 mod tenant;
@@ -48,6 +57,7 @@ pub use device::{DEVICE_CODE_GRANT, PendingDeviceAuthorization};
 pub use faults::{Fault, FaultKind, RateLimit};
 pub use longconn::{Click, ClickError, ClickOutcome, ClientConfig, LongConnectionStatus};
 pub use registration::{CREATED_APP_NAME, RegistrationBrand, RegistrationInfo, RegistrationStatus};
+pub use scope_apply::{ScopeApplication, ScopeApplicationStatus};
 pub use seed::{SeedIds, SeedPerson};
 
 /// One request the emulator received, for tests to count.
@@ -122,6 +132,7 @@ pub(crate) struct EmulatorState {
     pub(crate) registration: registration::RegistrationState,
     pub(crate) device: device::DeviceState,
     pub(crate) device_timing: polling::Timing,
+    pub(crate) scope_apply: scope_apply::ScopeApplyState,
     pub(crate) log: Vec<LoggedRequest>,
 }
 
@@ -257,6 +268,7 @@ impl FeishuEmulator {
             registration: registration::RegistrationState::default(),
             device: device::DeviceState::default(),
             device_timing: polling::Timing::default(),
+            scope_apply: scope_apply::ScopeApplyState::default(),
             log: Vec::new(),
         })));
         let routes = Router::new()
@@ -279,7 +291,8 @@ impl FeishuEmulator {
             .merge(card_preview::routes())
             .merge(registration::routes())
             .merge(device::routes())
-            .merge(polling::routes());
+            .merge(polling::routes())
+            .merge(scope_apply::routes());
         // The Lark brand's hosts: the same routes under `/lark`, over the same state.
         let router = Router::new()
             .nest(
