@@ -1,5 +1,7 @@
 //! Serves the Feishu emulator on a loopback port, standing in for a real tenant in manual and
-//! end-to-end tests: `feishu-emulator [--app ID:SECRET:REDIRECT_URL]…`. Each `--app` is
+//! end-to-end tests: `feishu-emulator [--app ID:SECRET:REDIRECT_URL]… [--device-interval SECS]`.
+//! `--device-interval` sets how often device-code clients may poll (app self-registration and
+//! device sign-in; 5 s by default), so that end-to-end runs do not wait. Each `--app` is
 //! registered with every scope the tools ask for enabled (`im:message` among them, so its bot can
 //! send cards), the bot capability and the long connection on. Prints one JSON line with the base
 //! URL and a user access token carrying every scope (for SDK cross-checks), then serves until
@@ -40,8 +42,16 @@ async fn main() -> anyhow::Result<()> {
                 });
                 first_app.get_or_insert_with(|| id.to_owned());
             }
+            "--device-interval" => {
+                let secs = args.next().context("--device-interval needs SECS")?;
+                let secs: u64 = secs.parse().with_context(|| {
+                    format!("--device-interval needs whole seconds, got {secs:?}")
+                })?;
+                emulator.set_device_interval(secs);
+            }
             other => bail!(
-                "unknown argument {other:?}; usage: feishu-emulator [--app ID:SECRET:REDIRECT_URL]…"
+                "unknown argument {other:?}; usage: feishu-emulator [--app ID:SECRET:REDIRECT_URL]… \
+                 [--device-interval SECS]"
             ),
         }
     }

@@ -5,15 +5,35 @@
 //! [`oauth`] holds the sign-in side (authorize page, token endpoint, `user_info`), [`api`] the
 //! Open API side (calendar, IM, docs, tasks, contact, drive) over the demo tenant of [`seed`],
 //! and [`faults`] the injected failures and rate limits.
+//!
+//! The flows lark-cli uses, beside the authorize page: [`registration`] creates an app for the
+//! person ("create an app for me", `/oauth/v1/app/registration` and `/page/cli`), with the
+//! scopes of [`auto_approve`] enabled; [`device`] signs in with the device authorization grant
+//! (`/oauth/v1/device_authorization`, the verification page, the token endpoint's device-code
+//! grant); [`scope_apply`] is the page where an app applies for a scope it lacks and the tenant
+//! admin's approval. Both device-code flows share one pace (`polling.rs`: interval, `slow_down`,
+//! expiry), which tests shorten with [`FeishuEmulator::set_device_timing`].
+//!
+//! Two brands: every route is served as it is for Feishu's hosts (`open.feishu.cn`,
+//! `accounts.feishu.cn`) and again under `/lark` for Lark's (`open.larksuite.com`,
+//! `accounts.larksuite.com`), over the same tenant. Where the brand matters (a Lark tenant's
+//! registration secret, the links a flow hands out) the handler reads which host it was.
+//! The request log records both under the unprefixed path.
 
 pub mod api;
+pub mod auto_approve;
 mod card_preview;
 pub mod cards;
 pub mod console;
 mod datetime;
+pub mod device;
 pub mod faults;
 pub mod longconn;
 pub mod oauth;
+mod page;
+mod polling;
+pub mod registration;
+pub mod scope_apply;
 pub mod seed;
 mod serve;
 mod tenant;
@@ -30,10 +50,14 @@ use serde::Serialize;
 
 pub use api::bot::DEFAULT_BOT_NAME;
 pub use api::scopes::{self, ENDPOINTS, Endpoint, PREFERRED_SCOPES, preferred_scope};
+pub use auto_approve::AUTO_APPROVED_SCOPES;
 pub use cards::{BotCard, CardVersion};
 pub use console::AppRelease;
+pub use device::{DEVICE_CODE_GRANT, PendingDeviceAuthorization};
 pub use faults::{Fault, FaultKind, RateLimit};
 pub use longconn::{Click, ClickError, ClickOutcome, ClientConfig, LongConnectionStatus};
+pub use registration::{CREATED_APP_NAME, RegistrationBrand, RegistrationInfo, RegistrationStatus};
+pub use scope_apply::{ScopeApplication, ScopeApplicationStatus};
 pub use seed::{SeedIds, SeedPerson};
 
 /// One request the emulator received, for tests to count.
@@ -105,6 +129,10 @@ pub(crate) struct EmulatorState {
     pub(crate) api: api::ApiState,
     pub(crate) bot: api::bot::BotState,
     pub(crate) longconn: longconn::LongConnState,
+    pub(crate) registration: registration::RegistrationState,
+    pub(crate) device: device::DeviceState,
+    pub(crate) device_timing: polling::Timing,
+    pub(crate) scope_apply: scope_apply::ScopeApplyState,
     pub(crate) log: Vec<LoggedRequest>,
 }
 
@@ -237,9 +265,13 @@ impl FeishuEmulator {
             },
             bot: api::bot::BotState::default(),
             longconn: longconn::LongConnState::default(),
+            registration: registration::RegistrationState::default(),
+            device: device::DeviceState::default(),
+            device_timing: polling::Timing::default(),
+            scope_apply: scope_apply::ScopeApplyState::default(),
             log: Vec::new(),
         })));
-        let router = Router::new()
+        let routes = Router::new()
             .merge(oauth::routes())
             .merge(api::routes(shared.clone()))
             .route("/_emulator/requests", get(request_log))
@@ -257,6 +289,17 @@ impl FeishuEmulator {
             .merge(console::routes())
             .merge(longconn::routes())
             .merge(card_preview::routes())
+            .merge(registration::routes())
+            .merge(device::routes())
+            .merge(polling::routes())
+            .merge(scope_apply::routes());
+        // The Lark brand's hosts: the same routes under `/lark`, over the same state.
+        let router = Router::new()
+            .nest(
+                "/lark",
+                routes.clone().layer(axum::Extension(page::LarkHost)),
+            )
+            .merge(routes)
             .fallback(api::not_found)
             .layer(axum::middleware::from_fn(api::stamp_logid))
             .with_state(shared.clone());

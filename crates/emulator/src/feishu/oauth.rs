@@ -2,7 +2,8 @@
 //! buttons; authorization codes that are single use and valid five minutes; PKCE (`S256` and
 //! `plain`, failing with 20049); redirect URLs matched exactly (20029 on the page, 20071 at the
 //! token endpoint); refresh tokens that rotate and are single use (20064 revoked, 20073 reused);
-//! cumulative grants; the flat v2 token JSON and its error codes; and `user_info`.
+//! cumulative grants; the flat v2 token JSON and its error codes; and `user_info`. The token
+//! endpoint also redeems device codes ([`super::device`]), answering with the same JSON.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -19,6 +20,7 @@ use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
 use super::console::AppRelease;
+use super::page::{CSS, escape};
 use super::{Shared, now_millis};
 
 /// Authorization codes live this long (Feishu: 5 minutes).
@@ -112,19 +114,10 @@ pub(crate) fn random_token(prefix: &str, len: usize) -> String {
     out
 }
 
-const CONSENT_CSS: &str = "body{margin:0;background:#f5f6f7;color:#1f2329;\
-font:14px/1.6 -apple-system,'PingFang SC','Microsoft YaHei','Noto Sans CJK SC',system-ui,sans-serif}\
-main{max-width:400px;margin:32px auto;background:#fff;border:1px solid #dee0e3;border-radius:8px;padding:24px}\
-.brand{font-weight:600;color:#3370ff}.brand span{color:#8f959e;font-weight:400;font-size:12px;margin-left:4px}\
-h1{font-size:18px;margin:16px 0 8px}.who{color:#646a73;margin:0 0 8px}\
-ul{padding:8px 12px 8px 28px;background:#f5f6f7;border-radius:6px}code{font-size:12px}\
-button{font:inherit;border-radius:6px;padding:6px 20px;border:1px solid #d0d3d6;background:#fff;cursor:pointer}\
-#allow{background:#3370ff;border-color:#3370ff;color:#fff}.note{color:#8f959e;font-size:12px;margin-top:16px}";
-
 /// The authorize page refusing the request, worded as Feishu's does ("错误码：20029 redirect_uri
 /// 请求不合法" / "Error code: 20029 redirect_uri request is invalid.", then the log ID for
 /// support), so an app can read the code off the page.
-fn error_page(code: i64, zh: &str, en: &str) -> Response {
+pub(crate) fn error_page(code: i64, zh: &str, en: &str) -> Response {
     let log_id = format!(
         "{}{}",
         now_millis(),
@@ -136,7 +129,7 @@ fn error_page(code: i64, zh: &str, en: &str) -> Response {
     let html = format!(
         "<!doctype html><html><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width\"><title>飞书 · Feishu</title>\
-         <style>{CONSENT_CSS}</style></head><body><main>\
+         <style>{CSS}</style></head><body><main>\
          <div class=\"brand\">飞书 · Feishu <span>模拟器 Emulator</span></div>\
          <h1 id=\"error\">错误码：{code} {zh}</h1><p class=\"who\">Error code: {code} {en}</p>\
          <p class=\"note\">若点击刷新重试无法解决问题，请将 log ID 提供给客服协助解决：{log_id}<br>\
@@ -146,13 +139,6 @@ fn error_page(code: i64, zh: &str, en: &str) -> Response {
         en = escape(en),
     );
     (StatusCode::BAD_REQUEST, Html(html)).into_response()
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 async fn authorize(
@@ -291,7 +277,7 @@ async fn authorize(
     let html = format!(
         "<!doctype html><html><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width\"><title>授权 · Authorize</title>\
-         <style>{CONSENT_CSS}</style></head><body><main>\
+         <style>{CSS}</style></head><body><main>\
          <div class=\"brand\">飞书 · Feishu <span>模拟器 Emulator</span></div>\
          <h1>授权应用访问你的飞书</h1><p class=\"who\">{user}，应用 <b>{app}</b> 请求以下权限 / The app requests:</p>\
          <ul id=\"scopes\">{items}</ul>\
@@ -321,7 +307,7 @@ fn with_query(uri: &str, pairs: &[(&str, &str)]) -> String {
     url.to_string()
 }
 
-fn form_or_json(headers: &HeaderMap, body: &Bytes) -> HashMap<String, String> {
+pub(crate) fn form_or_json(headers: &HeaderMap, body: &Bytes) -> HashMap<String, String> {
     let is_json = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -387,7 +373,12 @@ async fn decide(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) -
     Redirect::to(&with_query(&pending.redirect_uri, &pairs)).into_response()
 }
 
-fn token_error(status: StatusCode, code: i64, error: &str, description: &str) -> Response {
+pub(crate) fn token_error(
+    status: StatusCode,
+    code: i64,
+    error: &str,
+    description: &str,
+) -> Response {
     (
         status,
         axum::Json(json!({"code": code, "error": error, "error_description": description})),
@@ -557,6 +548,7 @@ async fn token(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) ->
             refresh.used = true;
             issue_tokens(&mut state, &app_id)
         }
+        super::device::DEVICE_CODE_GRANT => super::device::redeem(&mut state, &app_id, &form),
         other => token_error(
             StatusCode::BAD_REQUEST,
             20036,
@@ -566,7 +558,7 @@ async fn token(State(shared): State<Shared>, headers: HeaderMap, body: Bytes) ->
     }
 }
 
-fn issue_tokens(state: &mut super::EmulatorState, app_id: &str) -> Response {
+pub(crate) fn issue_tokens(state: &mut super::EmulatorState, app_id: &str) -> Response {
     let now = now_millis();
     let scopes = state.oauth.grants.get(app_id).cloned().unwrap_or_default();
     let access = random_token("eyJ", 120);

@@ -302,8 +302,16 @@ async fn gateway(
     next: Next,
 ) -> Response {
     let method = request.method().as_str().to_owned();
-    let path = request.uri().path().to_owned();
-    let route = matched.map_or_else(|| path.clone(), |m| m.as_str().to_owned());
+    // The Lark host's routes are the same under `/lark` (see `super`): scopes, faults and the
+    // request log go by the unprefixed route.
+    let unprefixed = |p: &str| {
+        p.strip_prefix("/lark")
+            .filter(|r| r.starts_with('/'))
+            .unwrap_or(p)
+            .to_owned()
+    };
+    let path = unprefixed(request.uri().path());
+    let route = matched.map_or_else(|| path.clone(), |m| unprefixed(m.as_str()));
     let endpoint = scopes::endpoint(&method, &route);
     let (mut parts, body) = request.into_parts();
     let query: HashMap<String, String> =
