@@ -9,6 +9,7 @@ import { en as dataEn, zh as dataZh } from './i18n/data';
 import * as sections from './i18n/sections';
 import { en as assistantEn, zh as assistantZh } from './i18n/assistant';
 import * as remote from './i18n/remote';
+import * as connect from './i18n/connect';
 
 export type Lang = 'zh' | 'en';
 
@@ -18,6 +19,7 @@ export const en = {
   ...sections.en,
   ...assistantEn,
   ...remote.en,
+  ...connect.en,
   app_name: 'Feishu Companion',
   new_conversation: 'New conversation',
   untitled: 'New conversation',
@@ -269,6 +271,7 @@ export const zh: Record<Key, string> = {
   ...sections.zh,
   ...assistantZh,
   ...remote.zh,
+  ...connect.zh,
   app_name: '飞书助手',
   new_conversation: '新对话',
   untitled: '新对话',

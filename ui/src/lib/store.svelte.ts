@@ -13,6 +13,7 @@ import type { SettlementInput } from './bindings/SettlementInput';
 import type { SignInView } from './bindings/SignInView';
 import type { Theme } from './bindings/Theme';
 import type { UiEventView } from './bindings/UiEventView';
+import type { ConnectState } from './connect';
 import { pick, resolveLang, translate, type Key, type Lang } from './i18n';
 import { addLocalUser, applyEvent, emptyTimeline, fromView, removeEntry, type TimelineState } from './timeline';
 
@@ -69,6 +70,15 @@ class Store {
   attentionIds = $state.raw<string[]>([]);
   /** Calls whose approval card also waits in Feishu (Approve from Feishu): the core says so at start and on every change. */
   inFeishu = $state.raw<Set<string>>(new Set());
+  /** "Connect my Feishu": whether its dialog is open, and where the registration stands. */
+  connectOpen = $state(false);
+  connect = $state.raw<ConnectState>({ state: 'intro' });
+  /** Settings scrolls to this section when it opens (the connect dialog's "Open model settings"). */
+  settingsFocus = $state<'model' | 'feishu' | null>(null);
+  /** Settings → Feishu's "Advanced" disclosure, once the user opened or closed it (null: by the rule). */
+  feishuAdvancedOpen = $state<boolean | null>(null);
+  /** Calls retried after their app permission was applied for, that Feishu still refused (the card says so). */
+  stillLacking = $state.raw<Set<string>>(new Set());
 
   lang: Lang = $derived(resolveLang(this.langSetting, this.navLang));
   theme: 'light' | 'dark' = $derived(
@@ -404,6 +414,9 @@ class Store {
       const ticket = await api.signIn(scopes, embedded);
       // An event may have moved it on already.
       if (this.signIn.state === 'starting') this.signIn = { state: 'waiting', url: ticket.url, device: ticket.device ?? null };
+      // By scanning no window opens: a sign-in asked from the status bar shows its QR code in
+      // the account drawer (a card or the connect dialog shows its own).
+      if (ticket.device && callId === null && !this.connectOpen) this.drawer = { kind: 'account' };
     } catch (e) {
       this.signIn = { state: 'failed', message: errorMessage(e) };
       this.fail(e);
@@ -440,6 +453,110 @@ class Store {
       this.setBusy([callId], false);
     }
   }
+  /** Opens the sign-in window on the waiting device sign-in's page (no phone at hand). */
+  async openSignInWindow() {
+    try {
+      await api.openSignInWindow();
+    } catch (e) {
+      this.fail(e);
+    }
+  }
+
+  // ---- the Feishu app lacks a permission (scope_apply_url)
+  async openScopeApply(callId: string) {
+    try {
+      await api.openScopeApply(callId);
+    } catch (e) {
+      this.fail(e);
+    }
+  }
+  /** Runs the held call again once the app's permission was granted; says so when Feishu still refuses. */
+  async retryAuthCall(callId: string) {
+    if (this.busy.has(callId)) return;
+    this.setBusy([callId], true);
+    this.stillLacking = new Set([...this.stillLacking].filter((x) => x !== callId));
+    try {
+      const turn = await api.retryAuthCall(callId);
+      // Still held: the turn waits again on the same call.
+      if (turn.status === 'suspended' && this.call(callId)?.scope_apply_url) this.stillLacking = new Set([...this.stillLacking, callId]);
+    } catch (e) {
+      this.fail(e);
+    } finally {
+      this.setBusy([callId], false);
+    }
+  }
+
+  // ---- "Connect my Feishu"
+  /** Opens the dialog at its start (a finished or failed registration is not shown again). */
+  openConnect() {
+    if (this.connect.state !== 'waiting' && this.connect.state !== 'starting') this.connect = { state: 'intro' };
+    this.connectOpen = true;
+  }
+  async startConnect() {
+    this.connect = { state: 'starting' };
+    try {
+      const v = await api.connectFeishu();
+      // An event may have moved it on already.
+      if (this.connect.state === 'starting') this.onConnect(v);
+    } catch (e) {
+      const message = isUiError(e) ? { zh: e.zh, en: e.en } : { zh: errorMessage(e, 'zh'), en: errorMessage(e, 'en') };
+      this.connect = { state: 'failed', reason: 'other', message };
+    }
+  }
+  async openConnectPage() {
+    try {
+      await api.openConnectPage();
+    } catch (e) {
+      this.fail(e);
+    }
+  }
+  /** Esc, Cancel or Close: a waiting registration is called off; a waiting second-step sign-in too. */
+  async closeConnect() {
+    const st = this.connect.state;
+    this.connectOpen = false;
+    if (st === 'waiting' || st === 'starting') {
+      this.connect = { state: 'intro' };
+      try {
+        await api.cancelConnect();
+      } catch (e) {
+        this.fail(e);
+      }
+    } else if (st === 'connected' && (this.signIn.state === 'waiting' || this.signIn.state === 'starting')) {
+      await this.cancelSignIn();
+    }
+  }
+  /** Where the registration stands, from the command's answer or a `connect` event. */
+  private onConnect(v: ConnectState) {
+    const was = this.connect.state;
+    this.connect = v;
+    if (v.state === 'connected' && was !== 'connected') {
+      // The core switched to the new app at once: leave demo mode's data, and start step 2 clean
+      // (unless its sign-in already arrived).
+      if (this.signIn.state !== 'waiting' && this.signIn.state !== 'starting') {
+        this.signIn = { state: 'idle' };
+        this.signInCall = null;
+      }
+      this.reloadAfterSettings().catch(() => {});
+      api
+        .settings()
+        .then((s) => this.applySettingsView(s))
+        .catch(() => {});
+    }
+  }
+  /** "Open model settings" from the dialog: Settings, scrolled to the model. */
+  goToModelSettings() {
+    this.connectOpen = false;
+    this.settingsFocus = 'model';
+    this.view = 'settings';
+  }
+  /** "I already have an app": Settings → Feishu with the advanced fields open. */
+  goToOwnApp() {
+    this.connectOpen = false;
+    this.feishuAdvancedOpen = true;
+    this.settingsFocus = 'feishu';
+    this.view = 'settings';
+  }
+
   /** Reads the account and whose conversations these are again (the status bar shows both). */
   refreshAccount() {
     api.account().then((a) => (this.account = a)).catch(() => {});
@@ -510,6 +627,9 @@ class Store {
       case 'open_inbox':
         // "Open in app" on the summary card in Feishu (more waiting than the chat shows).
         this.view = 'inbox';
+        break;
+      case 'connect':
+        this.onConnect(ev.status);
         break;
       case 'sign_in':
         this.signIn = ev.status;
