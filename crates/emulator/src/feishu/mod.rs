@@ -318,7 +318,8 @@ impl FeishuEmulator {
         })
     }
 
-    /// `http://127.0.0.1:<port>`: both the accounts and the Open API base URL.
+    /// `http://127.0.0.1:<port>`: both the accounts and the Open API base URL of the Feishu
+    /// brand; the Lark brand's are the same with `/lark` appended.
     pub fn base_url(&self) -> String {
         format!("http://{}", self.address)
     }
