@@ -149,3 +149,45 @@ async fn single_sign_on_detours_through_the_identity_provider_and_back() {
     let again = http().get(&back).send().await.unwrap();
     assert_eq!(again.status().as_u16(), 302);
 }
+
+#[tokio::test]
+async fn the_lark_hosts_authorize_page_stays_on_the_lark_host() {
+    let emulator = emulator().await;
+    let feishu = authorize(&emulator, REDIRECT, "calendar:calendar:readonly");
+    let lark = feishu.replacen("/open-apis/", "/lark/open-apis/", 1);
+    let (status, page) = open(&lark).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains("action=\"/lark/open-apis/authen/v1/authorize/decision\""),
+        "{page}"
+    );
+    let callback = emulator::feishu::press_consent(&lark, true).await.unwrap();
+    assert!(callback.starts_with(REDIRECT), "{callback}");
+    let code = url::Url::parse(&callback)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "code")
+        .map(|(_, v)| v.into_owned())
+        .unwrap();
+    let answer = http()
+        .post(format!(
+            "{}/lark/open-apis/authen/v2/oauth/token",
+            emulator.base_url()
+        ))
+        .json(&serde_json::json!({
+            "grant_type": "authorization_code",
+            "client_id": APP,
+            "client_secret": "s",
+            "code": code,
+            "redirect_uri": REDIRECT,
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+    assert_eq!(
+        emulator.count("/open-apis/authen/v1/authorize/decision", None),
+        1,
+        "logged under the unprefixed path"
+    );
+}

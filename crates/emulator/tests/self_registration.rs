@@ -180,6 +180,9 @@ async fn a_confirmed_registration_answers_a_working_app_once() {
         emulator.registrations()[0].status,
         RegistrationStatus::Consumed
     );
+    let listed = lark_cli::hook_get(&base, "/_emulator/registrations").await;
+    assert_eq!(listed[0]["status"], "consumed", "{listed}");
+    assert_eq!(listed[0]["app_id"], app_id.as_str(), "{listed}");
     // The app token of a self-built app works with the secret handed out.
     let (_, token) = lark_cli::hook(
         &base,

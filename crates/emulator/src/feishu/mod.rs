@@ -211,10 +211,16 @@ pub async fn press_consent(authorize_url: &str, allow: bool) -> Result<String, S
         .find('"')
         .ok_or("the consent form is cut off")?;
     let request_id = &html[start..start + end];
+    // Where the page's form posts (the Lark host's page posts to the Lark host).
+    let action = html
+        .find("action=\"")
+        .and_then(|at| {
+            let rest = &html[at + "action=\"".len()..];
+            rest.find('"').map(|end| &rest[..end])
+        })
+        .unwrap_or("/open-apis/authen/v1/authorize/decision");
     let url = url::Url::parse(authorize_url).map_err(|e| e.to_string())?;
-    let decision = url
-        .join("/open-apis/authen/v1/authorize/decision")
-        .map_err(|e| e.to_string())?;
+    let decision = url.join(action).map_err(|e| e.to_string())?;
     let answer = browser
         .post(decision)
         .header("content-type", "application/x-www-form-urlencoded")
@@ -312,7 +318,8 @@ impl FeishuEmulator {
         })
     }
 
-    /// `http://127.0.0.1:<port>`: both the accounts and the Open API base URL.
+    /// `http://127.0.0.1:<port>`: both the accounts and the Open API base URL of the Feishu
+    /// brand; the Lark brand's are the same with `/lark` appended.
     pub fn base_url(&self) -> String {
         format!("http://{}", self.address)
     }

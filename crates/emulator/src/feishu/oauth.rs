@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
 use super::console::AppRelease;
-use super::page::{CSS, escape};
+use super::page::{CSS, Host, escape};
 use super::{Shared, now_millis};
 
 /// Authorization codes live this long (Feishu: 5 minutes).
@@ -143,6 +143,7 @@ pub(crate) fn error_page(code: i64, zh: &str, en: &str) -> Response {
 
 async fn authorize(
     State(shared): State<Shared>,
+    host: Host,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
     shared.log("GET", "/open-apis/authen/v1/authorize", None);
@@ -224,8 +225,12 @@ async fn authorize(
         if !ticket.is_some_and(|t| state.console.sso_tickets.remove(&t)) {
             let ticket = random_token("sso_", 24);
             state.console.sso_tickets.insert(ticket.clone());
-            let mut back =
-                url::Url::parse(&format!("{}/open-apis/authen/v1/authorize", state.base_url)).ok();
+            let mut back = url::Url::parse(&format!(
+                "{}{}/open-apis/authen/v1/authorize",
+                state.base_url,
+                host.prefix()
+            ))
+            .ok();
             if let Some(back) = back.as_mut() {
                 let mut pairs = back.query_pairs_mut();
                 for (k, v) in query.iter().filter(|(k, _)| *k != "sso_ticket") {
@@ -281,7 +286,7 @@ async fn authorize(
          <div class=\"brand\">飞书 · Feishu <span>模拟器 Emulator</span></div>\
          <h1>授权应用访问你的飞书</h1><p class=\"who\">{user}，应用 <b>{app}</b> 请求以下权限 / The app requests:</p>\
          <ul id=\"scopes\">{items}</ul>\
-         <form method=\"post\" action=\"/open-apis/authen/v1/authorize/decision\">\
+         <form method=\"post\" action=\"{prefix}/open-apis/authen/v1/authorize/decision\">\
          <input type=\"hidden\" name=\"request_id\" value=\"{request_id}\">\
          <button id=\"allow\" name=\"decision\" value=\"allow\" type=\"submit\">授权 Allow</button> \
          <button id=\"deny\" name=\"decision\" value=\"deny\" type=\"submit\">拒绝 Deny</button>\
@@ -289,6 +294,8 @@ async fn authorize(
          </main></body></html>",
         user = escape(&user),
         app = escape(&app_id),
+        // The Lark host's page posts back to the Lark host.
+        prefix = host.prefix(),
     );
     Html(html).into_response()
 }

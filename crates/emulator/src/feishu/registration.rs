@@ -7,7 +7,8 @@
 //! A person in a Lark tenant gets, on the Feishu host, the `client_id` without the secret
 //! (`tenant_brand: "lark"`): lark-cli then polls the same code on the Lark host
 //! (`/lark/oauth/v1/app/registration` here), which answers with the secret and so consumes the
-//! code. The app is created with [`super::AUTO_APPROVED_SCOPES`] and `offline_access` enabled
+//! code (a Feishu tenant's code polled on the Lark host answers with the secret as well). The app
+//! is created with [`super::AUTO_APPROVED_SCOPES`] and `offline_access` enabled
 //! and signs in like any registered app; the person who confirmed becomes the signed-in user.
 //!
 //! Tests play the phone's scan and confirm with `POST /_emulator/registration/confirm` or
