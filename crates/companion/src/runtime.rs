@@ -145,8 +145,9 @@ pub(crate) async fn build(
             Some(demo),
         )
     } else {
+        // A stand-in for the real Feishu serves Lark's hosts under `/lark` of the same base.
         let endpoints = match &options.feishu_base_url {
-            Some(base) => Endpoints::single(parse_url(base)?),
+            Some(base) => Endpoints::emulated(&parse_url(base)?, settings.feishu.brand),
             None => Endpoints::for_brand(settings.feishu.brand),
         };
         let credentials = AppCredentials {

@@ -197,14 +197,23 @@ fn the_first_sign_in_asks_for_auto_approved_reads_only() {
         assert!(tools.contains(scope), "{scope} is no scope of the tools");
     }
     for scope in feishu::FIRST_SIGN_IN_SCOPES {
-        assert!(feishu::AUTO_APPROVED_SCOPES.contains(scope), "{scope} needs an administrator");
         assert!(
-            !["create", "update", "delete", "write", "send"].iter().any(|w| scope.contains(w)),
+            feishu::AUTO_APPROVED_SCOPES.contains(scope),
+            "{scope} needs an administrator"
+        );
+        assert!(
+            !["create", "update", "delete", "write", "send"]
+                .iter()
+                .any(|w| scope.contains(w)),
             "{scope} is a write"
         );
     }
     // What Feishu's tool says needs an administrator is asked for only when a tool needs it.
-    for admin in ["search:docs:read", "drive:drive:readonly", "im:message.send_as_user"] {
+    for admin in [
+        "search:docs:read",
+        "drive:drive:readonly",
+        "im:message.send_as_user",
+    ] {
         assert!(!feishu::AUTO_APPROVED_SCOPES.contains(&admin), "{admin}");
     }
 }

@@ -159,7 +159,18 @@ impl Companion {
                 Ok(registration) => me.connected(registration).await,
                 Err(e) => ConnectStatus::Failed(ConnectFailure::from_flow(&e)),
             };
+            let sign_in_next = matches!(
+                status,
+                ConnectStatus::Connected {
+                    needs_model: false,
+                    ..
+                }
+            );
+            // The UI hears "connected" before the first sign-in's code (step 1, then step 2).
             me.emit_connect(status);
+            if sign_in_next {
+                me.first_sign_in().await;
+            }
         });
         self.set_connect_task(task, ticket.clone());
         Ok(ticket)
@@ -197,22 +208,24 @@ impl Companion {
         }
         tracing::info!(brand = ?registration.brand, "connected to a new Feishu app");
         let needs_model = self.is_demo();
-        if !needs_model {
-            let scopes = feishu::FIRST_SIGN_IN_SCOPES
-                .iter()
-                .map(|s| (*s).to_owned())
-                .collect();
-            if let Err(e) = self.begin_sign_in(scopes).await {
-                tracing::warn!(error = %e, "the first sign-in after connecting did not start");
-                self.announce(SignInStatus::Failed {
-                    message: e.to_string(),
-                });
-            }
-        }
         ConnectStatus::Connected {
             app_id: registration.app_id,
             brand: registration.brand,
             needs_model,
+        }
+    }
+
+    /// The first sign-in of a new app: the reads Feishu grants without an administrator.
+    async fn first_sign_in(&self) {
+        let scopes = feishu::FIRST_SIGN_IN_SCOPES
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        if let Err(e) = self.begin_sign_in(scopes).await {
+            tracing::warn!(error = %e, "the first sign-in after connecting did not start");
+            self.announce(SignInStatus::Failed {
+                message: e.to_string(),
+            });
         }
     }
 
