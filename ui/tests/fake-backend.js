@@ -27,7 +27,7 @@
     language: opts.language || 'system',
     theme: opts.theme || 'system',
     model: { preset: 'deepseek', base_url: null, model: null },
-    feishu: { brand: 'feishu', app_id: 'cli_demo', redirect_port: 53682 },
+    feishu: { brand: 'feishu', app_id: opts.appId ?? 'cli_demo', redirect_port: 53682, sign_in_flow: opts.signInFlow || 'auto', created_by_app: !!opts.createdByApp },
     approval_expiry_minutes: 1440,
     time_zone: '',
     check_for_updates: true,
@@ -40,6 +40,43 @@
   ];
   const audit = [];
   let signIn = null;
+  // "Connect my Feishu" (issue 22): the registration that waits, if any.
+  let connect = null;
+  // Calls whose missing app permission an administrator approved (a retry then goes through).
+  const granted = new Set();
+
+  /** A QR-looking drawing of `seed` (finder patterns, timing, pseudo-random data): the core's
+   *  QrView shape, not a scannable code. */
+  function fakeQr(seed) {
+    const n = 29;
+    let h = 2166136261;
+    for (const ch of String(seed)) h = Math.imul(h ^ ch.charCodeAt(0), 16777619) >>> 0;
+    const rnd = () => ((h = Math.imul(h ^ (h >>> 15), 2246822507) >>> 0), (h ^= h >>> 13), (h >>> 0) / 4294967296);
+    const dark = Array.from({ length: n }, () => Array(n).fill(false));
+    const inFinder = (x, y) => [[0, 0], [n - 7, 0], [0, n - 7]].some(([fx, fy]) => x >= fx - 1 && x <= fx + 7 && y >= fy - 1 && y <= fy + 7);
+    for (const [fx, fy] of [[0, 0], [n - 7, 0], [0, n - 7]])
+      for (let y = 0; y < 7; y++)
+        for (let x = 0; x < 7; x++) {
+          const ring = Math.max(Math.abs(x - 3), Math.abs(y - 3));
+          dark[fy + y][fx + x] = ring !== 2;
+        }
+    for (let y = 0; y < n; y++)
+      for (let x = 0; x < n; x++) {
+        if (inFinder(x, y)) continue;
+        if (y === 6 || x === 6) dark[y][x] = (x + y) % 2 === 0;
+        else dark[y][x] = rnd() < 0.5;
+      }
+    let path = '';
+    for (let y = 0; y < n; y++) for (let x = 0; x < n; x++) if (dark[y][x]) path += `M${x} ${y}h1v1h-1z`;
+    return { size: n, path };
+  }
+  const userCode = () => ['WDJB', 'MJHT', 'QXPR', 'LKZN'][seq % 4] + '-' + ['KQ7F', 'R2VD', 'H8MS', 'TC4B'][(seq + 1) % 4];
+  /** Whether a sign-in goes by scanning: chosen, or `auto` for an app the companion created. */
+  const byDevice = () => opts.device || settings.feishu.sign_in_flow === 'device' || (settings.feishu.sign_in_flow === 'auto' && settings.feishu.created_by_app);
+  function deviceCode() {
+    const url = 'https://accounts.feishu.cn/oauth/v1/device/verify?user_code=' + userCode();
+    return { user_code: userCode(), qr: fakeQr(url + seq++), url, expires_at: now() + (opts.deviceExpiresMs ?? 300e3), interval_secs: 5 };
+  }
   // Updates (opts.update: the version the release server offers).
   let update = opts.update
     ? { state: 'available', update: { version: opts.update, current_version: '0.1.0', notes: opts.updateNotes ?? '', date: '2026-11-30T08:00:00Z' } }
@@ -91,6 +128,7 @@
         },
         scopes: [],
         authorize_url: null,
+        scope_apply_url: null,
         verdict: null,
         decided_by: null,
         reason: null,
@@ -356,10 +394,58 @@
     account: () => account,
     sign_out: () => ((account = null), null),
     sign_in: ({ scopes, embedded }) => {
+      if (byDevice()) {
+        const device = deviceCode();
+        signIn = { url: device.url, scopes, embedded, device };
+        setTimeout(() => ui({ type: 'sign_in', status: { state: 'waiting', url: device.url, device } }), 5);
+        return { url: device.url, redirect_uri: '', device };
+      }
       const url = 'https://accounts.feishu.cn/open-apis/authen/v1/authorize?client_id=cli_demo&state=st' + seq++ + '&scope=' + encodeURIComponent(scopes.join(' '));
       signIn = { url, scopes, embedded };
-      setTimeout(() => ui({ type: 'sign_in', status: { state: 'waiting', url } }), 5);
-      return { url, redirect_uri: 'http://127.0.0.1:53682/callback' };
+      setTimeout(() => ui({ type: 'sign_in', status: { state: 'waiting', url, device: null } }), 5);
+      return { url, redirect_uri: 'http://127.0.0.1:53682/callback', device: null };
+    },
+    open_sign_in_window: () => {
+      if (!signIn || !signIn.device) throw uiError('no_sign_in', 'No sign-in by QR code is waiting.', '没有等待扫码的登录。');
+      return null;
+    },
+    // "Connect my Feishu": the registration waits for a scan; tests drive it on (window.__fake.connect*).
+    connect_feishu: () => {
+      if (opts.connectError) throw opts.connectError;
+      const url = 'https://open.feishu.cn/page/launcher?from=companion&user_code=' + userCode();
+      connect = { state: 'waiting', url, user_code: userCode(), qr: fakeQr(url + seq++), expires_at: now() + (opts.connectExpiresMs ?? 600e3) };
+      return connect;
+    },
+    open_connect_page: () => {
+      if (!connect || connect.state !== 'waiting') throw uiError('no_connect', 'No connection is waiting.', '没有等待中的连接。');
+      return null;
+    },
+    cancel_connect: () => {
+      if (connect && connect.state === 'waiting') {
+        connect = { state: 'failed', reason: 'cancelled', message: text('已取消连接。', 'Connecting was cancelled.') };
+        setTimeout(() => ui({ type: 'connect', status: connect }), 5);
+      }
+      return null;
+    },
+    // The Feishu app lacks a permission (99991672): its apply page, and running the call again.
+    open_scope_apply: ({ callId }) => {
+      const c = calls[callId];
+      if (!c || !c.scope_apply_url) throw notPending();
+      return null;
+    },
+    retry_auth_call: async ({ callId }) => {
+      const c = calls[callId];
+      if (!c || !c.pending) throw notPending();
+      if (!granted.has(callId)) {
+        updateCall(c, {});
+        return { invocation_id: c.invocation_id, status: 'suspended' };
+      }
+      updateCall(c, { status: 'dispatching', pending: false, scope_apply_url: null });
+      turn(c.session_id, c.invocation_id, 'running');
+      await sleep(20);
+      updateCall(c, { status: 'done', outcome: 'completed' });
+      turn(c.session_id, c.invocation_id, 'completed');
+      return { invocation_id: c.invocation_id, status: 'completed' };
     },
     open_sign_in_in_browser: () => null,
     // The shell opens http(s) links in the system browser and refuses anything else.
@@ -530,10 +616,40 @@
       const c = calls[callId];
       updateCall(c, { status: 'done', pending: false, verdict, decided_by: 'user', outcome: verdict === 'rejected' ? 'cancelled' : 'completed' });
     },
+    /** "Connect my Feishu": the user confirmed in Feishu; the core switches to the new app and,
+     *  with a model set up, starts the first sign-in by scanning (step 2). */
+    connectDone({ needsModel = false, appId = 'cli_a7f3c2e1d0b9', brand = 'feishu' } = {}) {
+      connect = { state: 'connected', app_id: appId, brand, needs_model: needsModel };
+      settings.feishu = { ...settings.feishu, app_id: appId, brand, created_by_app: true };
+      secretSet = true;
+      opts.demo = needsModel;
+      ui({ type: 'connect', status: connect });
+      if (!needsModel) {
+        setTimeout(() => {
+          const device = deviceCode();
+          signIn = { url: device.url, scopes: [], embedded: true, device };
+          ui({ type: 'sign_in', status: { state: 'waiting', url: device.url, device } });
+        }, opts.step2Delay ?? 30);
+      }
+    },
+    /** The registration failed (expired, denied, offline, other), as the core says it. */
+    connectFail(reason, message) {
+      connect = { state: 'failed', reason, message: message || text('飞书返回了错误：' + reason, 'Feishu answered with an error: ' + reason) };
+      ui({ type: 'connect', status: connect });
+    },
+    /** The QR code of the waiting device sign-in ran out. */
+    expireSignIn() {
+      signIn = null;
+      ui({ type: 'sign_in', status: { state: 'expired' } });
+    },
+    /** An administrator approved the app's permission: a retry of the call now goes through. */
+    grantScope(callId) {
+      granted.add(callId);
+    },
     /** The user finished signing in on Feishu's page: the held call resumes. */
     async completeSignIn() {
       account = { name: '张三', open_id: 'ou_fake_1', scopes: [{ scope: 'task:task:read', label: text('查看你的待办', 'See your tasks') }], expires_at: now() + 2 * HOUR, refresh_expires_at: null };
-      ui({ type: 'sign_in', status: { state: 'signed_in', name: '张三', scopes: account.scopes } });
+      ui({ type: 'sign_in', status: { state: 'signed_in', name: '张三', scopes: account.scopes, switched_from: null } });
       await sleep(50);
       const c = Object.values(calls).find((x) => x.status === 'awaiting_auth');
       if (!c) return;
