@@ -23,7 +23,8 @@ test('the inbox holds 1,000 approvals, renders a window of them, and J/K/A work'
   await page.waitForFunction(() => document.querySelector('[data-testid="inbox-row"][data-call-id="p0"]'));
 
   // Keyboard: J moves down twice, K up once, A approves the row under the cursor.
-  await page.locator('body').click({ position: { x: 700, y: 10 } });
+  // A click on nothing in particular (the banner's tag; at 700 px the banner now has example chips).
+  await page.locator('[data-testid="demo-banner"] .tag').click();
   await page.keyboard.press('j');
   await page.keyboard.press('j');
   await page.keyboard.press('k');
@@ -47,7 +48,8 @@ test('batch approve sends the selected ids through decide_many', async () => {
   await page.getByTestId('inbox-select').nth(0).check();
   await page.getByTestId('inbox-select').nth(2).check();
   // X toggles the cursor row (the first): it was checked, so X unchecks it; J then X checks the second.
-  await page.locator('body').click({ position: { x: 700, y: 10 } });
+  // A click on nothing in particular (the banner's tag; at 700 px the banner now has example chips).
+  await page.locator('[data-testid="demo-banner"] .tag').click();
   await page.keyboard.press('x');
   await page.keyboard.press('j');
   await page.keyboard.press('x');
@@ -73,7 +75,8 @@ test('R in the inbox asks for a reason in the drawer and rejects with it', async
   const page = await open({ opts: { pending: 5, sessions: 3 }, locale: 'en-US' });
   await page.getByTestId('nav-inbox').click();
   await page.getByTestId('inbox-row').first().waitFor();
-  await page.locator('body').click({ position: { x: 700, y: 10 } });
+  // A click on nothing in particular (the banner's tag; at 700 px the banner now has example chips).
+  await page.locator('[data-testid="demo-banner"] .tag').click();
   await page.keyboard.press('r');
   const reason = page.getByTestId('drawer').getByTestId('reject-reason');
   await reason.waitFor();
