@@ -271,6 +271,25 @@ for (const [locale, lang] of langs) {
   });
 }
 
+test('Esc cancels what waits even after a step took away the focused button, and the keyboard stays in the dialog', async () => {
+  const page = await open({ locale: 'en-US', width: 900, height: 600 });
+  await startConnect(page);
+  await page.getByTestId('connect-cancel').focus();
+  await page.evaluate(() => window.__fake.connectDone());
+  await page.getByTestId('connect-step2').waitFor();
+  // The Cancel that had the focus was replaced: the focus is back in the dialog, Tab stays there.
+  await page.waitForFunction(() => document.querySelector('[data-testid="connect-dialog"]').contains(document.activeElement));
+  await page.keyboard.press('Tab');
+  assert.ok(await dialog(page).evaluate((d) => d.contains(document.activeElement)));
+  // The whole step fits the smallest window.
+  assert.ok(await dialog(page).evaluate((d) => d.scrollHeight <= d.clientHeight), 'the dialog scrolls at 900×600');
+  await snap(page, 'connect-step2-900x600-en');
+  await page.keyboard.press('Escape');
+  await dialog(page).waitFor({ state: 'detached' });
+  await page.waitForFunction(() => window.__fake.commandsCalled('cancel_sign_in').length === 1);
+  assert.deepEqual(page.errors, []);
+});
+
 test('dark theme: the QR codes stay black on white and the dialog reads well', async () => {
   const page = await open({ locale: 'zh-CN', colorScheme: 'dark', width: 1440, height: 900 });
   await startConnect(page);
