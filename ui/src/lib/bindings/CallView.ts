@@ -60,8 +60,8 @@ scopes: Array<ScopeView>,
  */
 authorize_url: string | null, 
 /**
- * Where to apply for a permission the Feishu app itself lacks (error 99991672): signing in
- * does not help, only the app's permission being granted in Feishu.
+ * The app itself lacks the permission (99991672): Feishu's page to apply for it. Signing
+ * in does not help; applying does (an administrator may have to approve), then Retry.
  */
 scope_apply_url: string | null, 
 /**

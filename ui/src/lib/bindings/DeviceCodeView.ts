@@ -2,15 +2,15 @@
 import type { QrView } from "./QrView";
 
 /**
- * A device-flow sign-in waiting for the user to scan and confirm in Feishu.
+ * A code to confirm on Feishu's page, with its QR code.
  */
 export type DeviceCodeView = { 
 /**
- * The code the verification page shows, for the user to compare.
+ * The code the page shows.
  */
 user_code: string, 
 /**
- * The verification page as a QR code.
+ * The QR code of the page.
  */
 qr: QrView, 
 /**
@@ -22,6 +22,6 @@ url: string,
  */
 expires_at: number, 
 /**
- * How often the core asks Feishu whether the user confirmed.
+ * Seconds between polls.
  */
 interval_secs: number, };

@@ -18,10 +18,11 @@ app_id: string,
  */
 redirect_port: number, 
 /**
- * How the user signs in.
+ * How sign-ins go (Settings can override the automatic choice).
  */
 sign_in_flow: SignInFlow, 
 /**
- * The app was created by "Connect my Feishu" (not entered by hand).
+ * Whether the companion created the app ("Connect my Feishu"): it then has no redirect URL,
+ * so the automatic choice is the device flow.
  */
 created_by_app: boolean, };

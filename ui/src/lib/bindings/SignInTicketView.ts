@@ -10,10 +10,10 @@ export type SignInTicketView = {
  */
 url: string, 
 /**
- * Where Feishu sends the browser back (empty for the device flow).
+ * Where Feishu sends the browser back (empty for a device sign-in).
  */
 redirect_uri: string, 
 /**
- * The device flow's code and QR, when the sign-in is by scanning (no window opens).
+ * A device sign-in's code and QR code.
  */
 device: DeviceCodeView | null, };

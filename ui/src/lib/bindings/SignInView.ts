@@ -8,13 +8,13 @@ import type { SignInProblemView } from "./SignInProblemView";
  */
 export type SignInView = { "state": "waiting", 
 /**
- * The authorize page.
+ * The authorize page (a device sign-in's verification page).
  */
 url: string, 
 /**
- * The device flow's code and QR, when the sign-in is by scanning.
+ * A device sign-in's code and QR code: shown on the card instead of a window.
  */
-device: DeviceCodeView | null, } | { "state": "signed_in", 
+device: DeviceCodeView | null, } | { "state": "expired" } | { "state": "signed_in", 
 /**
  * Who.
  */
@@ -34,4 +34,4 @@ message: string, } | { "state": "refused",
 /**
  * The problem in words.
  */
-problem: SignInProblemView, } | { "state": "in_browser" } | { "state": "expired" };
+problem: SignInProblemView, } | { "state": "in_browser" };
