@@ -804,8 +804,59 @@ class ExternalResponse:
         if not self.ok:
             raise StatusError(self.status_code, self.reason)
 
+    # Reading the body as a dict. Google's published samples treat the answer of
+    # ``tools.NAME(...)`` as the tool's dict (``response.get("customer", {})``) while the seed
+    # documents this class; both work, so that such code neither breaks nor, worse, has its own
+    # ``except`` swallow the AttributeError and take the failure path for every caller. A body
+    # that is not a JSON object cannot be read so: that raises, and also says so on stderr,
+    # which the app reports, because the code reading it this way often catches everything.
+
+    def _body(self, what):
+        if "_parsed" not in self.__dict__:
+            try:
+                self._parsed = _json.loads(self.text)
+            except ValueError:
+                self._parsed = _NOT_JSON
+        body = self._parsed
+        if isinstance(body, dict):
+            return body
+        shown = self.text if len(self.text) <= 200 else self.text[:200] + "…"
+        kind = "text that is not JSON" if body is _NOT_JSON else f"JSON {type(body).__name__}"
+        message = (
+            f"response{what}: the response (status {self.status_code}) is {kind}, not a JSON "
+            f"object, so it cannot be read as a dict: {shown!r}. Check response.ok, and read "
+            "response.text or response.json()"
+        )
+        import sys as _sys
+
+        print(f"ExternalResponse: {message}", file=_sys.stderr)
+        raise TypeError(message)
+
+    def get(self, key, default=None):
+        """``response.json().get(key, default)``, for code that reads the answer as a dict."""
+        return self._body(f".get({key!r})").get(key, default)
+
+    def __getitem__(self, key):
+        return self._body(f"[{key!r}]")[key]
+
+    def __contains__(self, key):
+        return key in self._body(f" {key!r} in")
+
+    def __iter__(self):
+        return iter(self._body(" iteration"))
+
+    def keys(self):
+        return self._body(".keys()").keys()
+
+    def values(self):
+        return self._body(".values()").values()
+
+    def items(self):
+        return self._body(".items()").items()
+
     def __repr__(self):
         return f"<ExternalResponse [{self.status_code}]>"
+
 
     @classmethod
     def _from_json(cls, d):
@@ -818,6 +869,10 @@ class ExternalResponse:
             url=d.get("url") or "",
             content=_base64.b64decode(body) if body else None,
         )
+
+
+# A body that did not parse as JSON (distinct from a body that is JSON null).
+_NOT_JSON = object()
 
 
 def _wait(handle):
