@@ -309,6 +309,9 @@ class Part(_Model):
 
     @classmethod
     def from_inline_data(cls, data, mime_type):
+        """``data`` is the raw bytes (they become ``inline_data.raw_data``), not base64: the seed
+        types it ``bytes`` without saying which, and raw bytes are what a caller has in hand.
+        Google's offline library stores the argument as ``Blob.data``, the base64 form."""
         return cls(inline_data=Blob(mime_type=mime_type, raw_data=data))
 
     @classmethod
@@ -335,6 +338,11 @@ class Part(_Model):
         dtmf_finish_digit="#",
         dtmf_endpointing_timeout=3,
     ):
+        """A call of the engine's ``customized_response`` function with these arguments (snake
+        case), which the app answers by showing ``content``; ``content`` is required, as the
+        seed's signature has no default for it. The seed says only that the Part carries the
+        behaviour; Google's offline library packs the same options as camel-case JSON in an
+        ``application/json+agentResponse`` inline blob instead."""
         return cls.from_function_call(
             _CUSTOMIZED_RESPONSE,
             {
@@ -417,7 +425,8 @@ def _content(value, role):
 
 
 class EventActions(_Model):
-    """What an event did besides carrying content."""
+    """What an event did besides carrying content. The flags are booleans, ``False`` when unset,
+    as the seed types them (Google's offline library leaves them ``None``)."""
 
     def __init__(
         self,
@@ -512,6 +521,8 @@ class Event(_Model):
         return self.author == "user"
 
     def is_agent(self, agent_name=None):
+        """Whether an agent wrote it (and, given a name, that agent). The user is never an
+        agent, as the seed says, even when asked ``is_agent("user")``."""
         if self.is_user():
             return False
         return agent_name is None or self.author == agent_name
@@ -634,7 +645,8 @@ class GenerateContentConfig(_Model):
         self.excluded_tools = excluded_tools
 
     def hide_tool(self, tool_name):
-        """Adds tool_name to excluded_tools (once)."""
+        """Adds tool_name to excluded_tools, once: hiding a tool twice lists it once, since the
+        list says which tools the model may not see (Google's offline library appends it again)."""
         if self.excluded_tools is None:
             self.excluded_tools = []
         if tool_name not in self.excluded_tools:
