@@ -42,7 +42,10 @@ impl PythonExtensions {
         host: Arc<dyn Host>,
         reporter: Reporter,
     ) -> Result<PythonExtensions, LoadError> {
-        let folder = Folder::read(dir)?;
+        let folder = Folder::read(dir).map_err(|source| LoadError::ReadDir {
+            path: dir.to_path_buf(),
+            source,
+        })?;
         let mut loaded = Self::load_files(sandbox, folder.files, host, reporter).await;
         let mut errors = folder.errors;
         errors.append(&mut loaded.errors);

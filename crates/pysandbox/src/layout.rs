@@ -86,7 +86,7 @@ pub struct Folder {
 impl Folder {
     /// Reads `dir`: its `.py` files, and the apps in Google's layout in it (or that it is).
     /// Only an unreadable `dir` is an error; anything wrong inside is in [`Folder::errors`].
-    pub fn read(dir: &Path) -> Result<Folder, LoadError> {
+    pub fn read(dir: &Path) -> std::io::Result<Folder> {
         let mut folder = Folder::default();
         let mut names = Vec::new();
         for entry in list(dir)? {
@@ -259,14 +259,10 @@ impl Folder {
 }
 
 /// The entries of `dir`, sorted by name.
-fn list(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
-    let read_dir = |source| LoadError::ReadDir {
-        path: dir.to_path_buf(),
-        source,
-    };
+fn list(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut paths = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(read_dir)? {
-        paths.push(entry.map_err(read_dir)?.path());
+    for entry in std::fs::read_dir(dir)? {
+        paths.push(entry?.path());
     }
     paths.sort();
     Ok(paths)
