@@ -309,6 +309,9 @@ class Part(_Model):
 
     @classmethod
     def from_inline_data(cls, data, mime_type):
+        """``data`` is the raw bytes (they become ``inline_data.raw_data``), not base64: the seed
+        types it ``bytes`` without saying which, and raw bytes are what a caller has in hand.
+        Google's offline library stores the argument as ``Blob.data``, the base64 form."""
         return cls(inline_data=Blob(mime_type=mime_type, raw_data=data))
 
     @classmethod
@@ -335,6 +338,11 @@ class Part(_Model):
         dtmf_finish_digit="#",
         dtmf_endpointing_timeout=3,
     ):
+        """A call of the engine's ``customized_response`` function with these arguments (snake
+        case), which the app answers by showing ``content``; ``content`` is required, as the
+        seed's signature has no default for it. The seed says only that the Part carries the
+        behaviour; Google's offline library packs the same options as camel-case JSON in an
+        ``application/json+agentResponse`` inline blob instead."""
         return cls.from_function_call(
             _CUSTOMIZED_RESPONSE,
             {
@@ -417,7 +425,8 @@ def _content(value, role):
 
 
 class EventActions(_Model):
-    """What an event did besides carrying content."""
+    """What an event did besides carrying content. The flags are booleans, ``False`` when unset,
+    as the seed types them (Google's offline library leaves them ``None``)."""
 
     def __init__(
         self,
@@ -512,6 +521,8 @@ class Event(_Model):
         return self.author == "user"
 
     def is_agent(self, agent_name=None):
+        """Whether an agent wrote it (and, given a name, that agent). The user is never an
+        agent, as the seed says, even when asked ``is_agent("user")``."""
         if self.is_user():
             return False
         return agent_name is None or self.author == agent_name
@@ -634,7 +645,8 @@ class GenerateContentConfig(_Model):
         self.excluded_tools = excluded_tools
 
     def hide_tool(self, tool_name):
-        """Adds tool_name to excluded_tools (once)."""
+        """Adds tool_name to excluded_tools, once: hiding a tool twice lists it once, since the
+        list says which tools the model may not see (Google's offline library appends it again)."""
         if self.excluded_tools is None:
             self.excluded_tools = []
         if tool_name not in self.excluded_tools:
@@ -804,8 +816,59 @@ class ExternalResponse:
         if not self.ok:
             raise StatusError(self.status_code, self.reason)
 
+    # Reading the body as a dict. Google's published samples treat the answer of
+    # ``tools.NAME(...)`` as the tool's dict (``response.get("customer", {})``) while the seed
+    # documents this class; both work, so that such code neither breaks nor, worse, has its own
+    # ``except`` swallow the AttributeError and take the failure path for every caller. A body
+    # that is not a JSON object cannot be read so: that raises, and also says so on stderr,
+    # which the app reports, because the code reading it this way often catches everything.
+
+    def _body(self, what):
+        if "_parsed" not in self.__dict__:
+            try:
+                self._parsed = _json.loads(self.text)
+            except ValueError:
+                self._parsed = _NOT_JSON
+        body = self._parsed
+        if isinstance(body, dict):
+            return body
+        shown = self.text if len(self.text) <= 200 else self.text[:200] + "…"
+        kind = "text that is not JSON" if body is _NOT_JSON else f"JSON {type(body).__name__}"
+        message = (
+            f"response{what}: the response (status {self.status_code}) is {kind}, not a JSON "
+            f"object, so it cannot be read as a dict: {shown!r}. Check response.ok, and read "
+            "response.text or response.json()"
+        )
+        import sys as _sys
+
+        print(f"ExternalResponse: {message}", file=_sys.stderr)
+        raise TypeError(message)
+
+    def get(self, key, default=None):
+        """``response.json().get(key, default)``, for code that reads the answer as a dict."""
+        return self._body(f".get({key!r})").get(key, default)
+
+    def __getitem__(self, key):
+        return self._body(f"[{key!r}]")[key]
+
+    def __contains__(self, key):
+        return key in self._body(f" {key!r} in")
+
+    def __iter__(self):
+        return iter(self._body(" iteration"))
+
+    def keys(self):
+        return self._body(".keys()").keys()
+
+    def values(self):
+        return self._body(".values()").values()
+
+    def items(self):
+        return self._body(".items()").items()
+
     def __repr__(self):
         return f"<ExternalResponse [{self.status_code}]>"
+
 
     @classmethod
     def _from_json(cls, d):
@@ -818,6 +881,10 @@ class ExternalResponse:
             url=d.get("url") or "",
             content=_base64.b64decode(body) if body else None,
         )
+
+
+# A body that did not parse as JSON (distinct from a body that is JSON null).
+_NOT_JSON = object()
 
 
 def _wait(handle):

@@ -313,7 +313,10 @@ def _load(filename, source, ctx, code=None):
     again on every call would cost more than the rest of a small tool's call."""
     # Tracebacks read source lines through linecache; there is no file to read them from.
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    module_name = filename[:-3] if filename.endswith(".py") else filename
+    # A file of Google's layout is named by its path in the folder (``tools/x/python_function/
+    # python_code.py``); its module is ``python_code``, as Google's runtime and tests import it.
+    base = filename.rsplit("/", 1)[-1]
+    module_name = base[:-3] if base.endswith(".py") else base
     ns = {"__name__": module_name, "__file__": filename, "__builtins__": _SANDBOX_BUILTINS}
     for name in ces_public.__all__:
         ns[name] = getattr(ces_public, name)
@@ -553,11 +556,39 @@ def _may_write(code):
     return "ces_requests" in names and bool(names & _WRITE_METHODS)
 
 
+def _own_function(ns, name, filename):
+    """``ns[name]`` if it is a function written in this file (not the runtime's, nor imported)."""
+    value = ns.get(name)
+    if isinstance(value, types.FunctionType) and value.__code__.co_filename == filename:
+        return value
+    return None
+
+
+def _declared_tools(req, ns, filename):
+    """Tools the file's folder declares (Google's ``<tool>.json`` beside ``python_function/``),
+    by the function's name: ``{function: {"name": ..., "description": ...}}``."""
+    declared = {}
+    for decl in req.get("tools") or ():
+        function = decl["function"]
+        if _own_function(ns, function, filename) is None:
+            where = decl.get("declared_in") or "its declaration"
+            raise UserCodeError(
+                f"{where} names the function {function!r} as the tool {decl['name']!r}, "
+                f"but {filename} defines no function {function!r}"
+            )
+        declared[function] = {"name": decl["name"], "description": decl.get("description")}
+    return declared
+
+
 def _describe(req):
     filename = req["filename"]
     code = compile(req["source"], filename, "exec")
     ns = _load(filename, req["source"], ces_public.ToolContext(), base64.b64encode(marshal.dumps(code)))
     module_name = ns["__name__"]
+    # A file whose folder declares its tools or callbacks (Google's layout) has exactly those;
+    # one that stands alone is read for the function named like it and ``@tool``.
+    declared = _declared_tools(req, ns, filename) if "tools" in req else None
+    kinds = req.get("callbacks")
     found = []
     plain = []
     may_write = _may_write(code)
@@ -566,10 +597,12 @@ def _describe(req):
     } | {name for name in ns if name.startswith("preview_")}
     for name, value in list(ns.items()):
         # Only functions written in this file: not the runtime's, nor imported ones.
-        if not isinstance(value, types.FunctionType) or value.__code__.co_filename != filename:
+        if _own_function(ns, name, filename) is None:
             continue
         config = getattr(value, "__companion_tool__", None)
-        if config is None and name == module_name and name not in CALLBACK_KINDS:
+        if declared is not None and name in declared:
+            config = dict(config or {}, **declared[name])
+        elif config is None and declared is None and name == module_name and name not in CALLBACK_KINDS:
             config = {}
         if config is not None:
             declaration = _declaration(value, config)
@@ -580,9 +613,13 @@ def _describe(req):
     callbacks = [
         name
         for name in CALLBACK_KINDS
-        if isinstance(ns.get(name), types.FunctionType)
-        and ns[name].__code__.co_filename == filename
+        if _own_function(ns, name, filename) is not None and (kinds is None or name in kinds)
     ]
+    if kinds and not callbacks:
+        raise UserCodeError(
+            f"{filename} is in a folder of {' or '.join(kinds)}s but defines no function "
+            f"named {' or '.join(kinds)}"
+        )
     return {
         "tools": found,
         "callbacks": callbacks,

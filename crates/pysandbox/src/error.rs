@@ -207,6 +207,28 @@ pub enum LoadError {
         /// Its plain functions, any of which the user may have meant as a tool.
         functions: Vec<String>,
     },
+    /// A file of Google's layout whose folder declares it wrongly: a tool JSON that does not
+    /// parse or names no usable tool, a callback the agent's JSON does not list, and so on.
+    #[error("{file}: {message}")]
+    Declaration {
+        /// The file (the JSON, or the code it is about), by its path in the folder.
+        file: String,
+        /// What is wrong, and what to do.
+        message: String,
+    },
+    /// A callback of an app's sub-agent: this app runs one agent, the root one, and in Google's
+    /// runtime a sub-agent's callbacks run only while that agent has the conversation.
+    #[error(
+        "{file} is a callback of the sub-agent {agent}; this app runs only the root agent ({root}), so it is not loaded"
+    )]
+    SubAgent {
+        /// The file, by its path in the folder.
+        file: String,
+        /// The agent it belongs to.
+        agent: String,
+        /// The app's root agent.
+        root: String,
+    },
     /// The folder cannot be listed.
     #[error("cannot list {path}: {source}")]
     ReadDir {

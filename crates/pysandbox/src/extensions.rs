@@ -1,6 +1,7 @@
-//! The user's extensions folder: every `.py` file in it, loaded as tools and callbacks.
+//! The user's extensions folder: every `.py` file in it, and the apps in Google's layout in it
+//! ([`crate::layout`]), loaded as tools and callbacks.
 //!
-//! Files load in name order, which is the order their callbacks run in. A file that does not
+//! Files load in the folder's order, which is the order their callbacks run in. A file that does not
 //! load (a syntax error, an exception at the top level, a tool name already taken) is left out
 //! with a [`LoadError`] carrying the traceback and line; the others load regardless, so one bad
 //! file never stops the agent.
@@ -14,6 +15,7 @@ use agent::{AgentTool, LlmAgentBuilder};
 use crate::callbacks::PythonCallback;
 use crate::error::LoadError;
 use crate::host::Host;
+use crate::layout::{Declared, Folder, SourceFile};
 use crate::module::PythonModule;
 use crate::report::Reporter;
 use crate::runtime::Sandbox;
@@ -31,61 +33,64 @@ pub struct PythonExtensions {
 }
 
 impl PythonExtensions {
-    /// Loads every `.py` file of `dir` (not its subfolders). Only an unreadable folder is an
-    /// error; a bad file is recorded in [`PythonExtensions::errors`].
+    /// Loads the extensions of `dir` ([`Folder::read`]): its `.py` files, and the apps in
+    /// Google's layout in it. Only an unreadable folder is an error; a bad file is recorded in
+    /// [`PythonExtensions::errors`].
     pub async fn load_dir(
         sandbox: &Sandbox,
         dir: &Path,
         host: Arc<dyn Host>,
         reporter: Reporter,
     ) -> Result<PythonExtensions, LoadError> {
-        let read_dir = |source| LoadError::ReadDir {
+        let folder = Folder::read(dir).map_err(|source| LoadError::ReadDir {
             path: dir.to_path_buf(),
             source,
-        };
-        let mut paths = Vec::new();
-        for entry in std::fs::read_dir(dir).map_err(read_dir)? {
-            let path = entry.map_err(read_dir)?.path();
-            if path.is_file() && path.extension().is_some_and(|e| e == "py") {
-                paths.push(path);
-            }
-        }
-        paths.sort();
-        let mut files = Vec::new();
-        let mut errors = Vec::new();
-        for path in paths {
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            match std::fs::read_to_string(&path) {
-                Ok(source) => files.push((name, source)),
-                Err(source) => errors.push(LoadError::Read { path, source }),
-            }
-        }
-        let mut loaded = Self::load_sources(sandbox, files, host, reporter).await;
+        })?;
+        let mut loaded = Self::load_files(sandbox, folder.files, host, reporter).await;
+        let mut errors = folder.errors;
         errors.append(&mut loaded.errors);
         loaded.errors = errors;
         Ok(loaded)
     }
 
-    /// Loads files given as (file name, source), in the order given.
+    /// Loads files given as (file name, source), in the order given, each standing alone.
     pub async fn load_sources(
         sandbox: &Sandbox,
         files: impl IntoIterator<Item = (String, String)>,
         host: Arc<dyn Host>,
         reporter: Reporter,
     ) -> PythonExtensions {
+        let files = files.into_iter().map(|(name, source)| SourceFile {
+            name,
+            source,
+            declared: Declared::Standalone,
+        });
+        Self::load_files(sandbox, files, host, reporter).await
+    }
+
+    /// Loads files as their folder declared them ([`Folder::files`]), in the order given.
+    pub async fn load_files(
+        sandbox: &Sandbox,
+        files: impl IntoIterator<Item = SourceFile>,
+        host: Arc<dyn Host>,
+        reporter: Reporter,
+    ) -> PythonExtensions {
         let mut loaded = PythonExtensions::default();
         let mut owners: HashMap<String, String> = HashMap::new();
-        for (file, source) in files {
-            let module = match PythonModule::load(sandbox, file.clone(), source).await {
-                Ok(module) => Arc::new(module),
-                Err(error) => {
-                    loaded.errors.push(LoadError::Python { file, error });
-                    continue;
-                }
-            };
+        for SourceFile {
+            name: file,
+            source,
+            declared,
+        } in files
+        {
+            let module =
+                match PythonModule::load_declared(sandbox, file.clone(), source, &declared).await {
+                    Ok(module) => Arc::new(module),
+                    Err(error) => {
+                        loaded.errors.push(LoadError::Python { file, error });
+                        continue;
+                    }
+                };
             if module.tools().is_empty() && module.callbacks().is_empty() {
                 loaded.errors.push(LoadError::NothingDeclared {
                     file,

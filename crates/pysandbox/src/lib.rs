@@ -22,8 +22,9 @@
 //!   pass only for a tool that needs approval (declared `requires_approval`, or in a file that
 //!   may send HTTP writes), which the engine runs only once the user approved the call; the
 //!   approval card shows the writes a dry run would send and the file's own preview words;
-//! - [`PythonExtensions::load_dir`] loads a folder of `.py` files; a file that does not load is
-//!   reported with its traceback and line, and the rest load regardless.
+//! - [`PythonExtensions::load_dir`] loads a folder of `.py` files, and apps in Google's layout
+//!   in it ([`layout`]); a file that does not load is reported with its traceback and line, and
+//!   the rest load regardless.
 //!
 //! The component is compiled once per machine and cached ([`cache`]); that first compile takes
 //! 10 to 20 seconds on two cores, after which creating a [`Sandbox`] takes a fraction of a
@@ -32,7 +33,12 @@
 //!
 //! # Writing extensions
 //!
-//! Each `.py` file of the extensions folder is a module; files load in name order.
+//! Each `.py` file of the extensions folder is a module; files load in name order. An app in
+//! Google's layout (a folder with `app.json`, as `cxas pull` writes it and Google's samples ship)
+//! loads unchanged after them: `tools/<tool>/python_function/python_code.py` is the tool its
+//! `<tool>.json` declares (name, function and description), and
+//! `agents/<agent>/<kind>_callbacks/<callback>/python_code.py` is a callback of that kind, run in
+//! the order the agent's JSON lists them; see [`layout`].
 //!
 //! - **Tools.** The function named like the file (`order_status.py` → `def order_status(...)`) is
 //!   the file's tool; other functions are helpers. More tools per file, or a tool that needs more
@@ -72,6 +78,13 @@
 //!   parts of `sys`, and `ces_public` (the runtime itself). Anything else is refused with the
 //!   reason. There are no files, no network (HTTP goes through `ces_requests`, which the app
 //!   answers and which takes `requests`' arguments) and no environment variables.
+//! - **Answers from outside.** `tools.NAME(...)`, `async_tools` futures and `ces_requests` give
+//!   the seed's `ExternalResponse` (`ok`, `status_code`, `text`, `raise_for_status()`, `json()`),
+//!   which also reads as a dict of its JSON body, as Google's samples read it
+//!   (`response.get("customer", {})`, `response["id"]`, `"id" in response`, `keys()`, `items()`).
+//!   A body that is no JSON object (a 404's words, a list) cannot be read so: that is a
+//!   `TypeError` saying what to read instead, also written to stderr, so the app reports it even
+//!   when the code catches every exception.
 //! - **Values.** What crosses to the app is JSON: NaN, infinities, integers past 64 bits, lone
 //!   surrogates and nesting past 100 levels are the code's error, reported at its `return` line.
 //! - **Limits.** Each call has a deadline (5 s by default), a memory cap (256 MiB), a bound on
@@ -79,12 +92,36 @@
 //!   and says so); `time.sleep` past the deadline stops the call at once. Calls through
 //!   `tools.NAME` nest at most [`MAX_NESTING`] deep and may not take the instance slots kept for
 //!   the engine's own calls. Printed output and failures are reported to the app ([`Reporter`]).
+//!
+//! # Where the seed leaves a choice
+//!
+//! The seed is followed where it is explicit, also where Google's offline re-implementation of
+//! the data model (`cxas_scrapi.utils.callback_libs`) differs: a `Part` sets exactly one field
+//! (two is a `ValueError`), `EventActions` flags are booleans (`False` when unset, not `None`),
+//! and `Event.is_agent(name)` is false for the user's events whatever the name. Where the seed
+//! is silent or ambiguous, this runtime chose:
+//! - `Part.from_inline_data(data, mime_type)` takes the raw bytes (`inline_data.raw_data`), not
+//!   their base64 form: the seed types `data` as `bytes` and gives `Blob` both fields; raw bytes
+//!   are what code has in hand, and `Blob.data` gives the base64 form from them. (Google's
+//!   library stores the argument as `Blob.data`.)
+//! - `GenerateContentConfig.hide_tool(name)` twice lists the tool once: the list says which
+//!   tools the model may not see. (Google's library appends it again.)
+//! - `Part.from_customized_response(content=..., ...)` is a call of the engine's
+//!   `customized_response` function with the options as snake-case arguments (the agent crate's
+//!   `CustomizedResponse`), which the app answers; `content` is required, as in the seed's
+//!   signature. (Google's library packs them as camel-case JSON in an
+//!   `application/json+agentResponse` inline blob, with `content` defaulting to empty.)
+//! - The answer of `tools.NAME(...)` is the seed's `ExternalResponse` and also a dict of its body
+//!   (above): the seed documents the class, Google's samples read a dict, and both work.
+//! - A tool's return value is the function response's `output`, as the seed says; Google's
+//!   platform nests it under `result` (its tool tests read `$.result.…`).
 
 pub mod cache;
 mod callbacks;
 mod error;
 mod extensions;
 mod host;
+pub mod layout;
 mod module;
 mod output;
 mod protocol;
@@ -97,6 +134,7 @@ pub use callbacks::PythonCallback;
 pub use error::{LoadError, PythonError, SandboxError, SetupError};
 pub use extensions::PythonExtensions;
 pub use host::{Host, HostCall, HttpRequest, NoHost, ToolsHost};
+pub use layout::{Declared, DeclaredTool, Folder, SourceFile};
 pub use module::{CallbackKind, PythonModule, UnknownCallback};
 pub use protocol::ToolSpec;
 pub use report::{Report, Reporter};

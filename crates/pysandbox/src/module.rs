@@ -8,6 +8,7 @@ use agent::{CallbackContext, StateMap};
 
 use crate::error::SandboxError;
 use crate::host::{HostCall, NoHost};
+use crate::layout::Declared;
 use crate::protocol::{Answer, Describe, Description, ToolSpec};
 use crate::runtime::{CallEnv, Sandbox, encode};
 
@@ -102,9 +103,21 @@ impl PythonModule {
         filename: impl Into<String>,
         source: impl Into<String>,
     ) -> Result<PythonModule, SandboxError> {
+        Self::load_declared(sandbox, filename, source, &Declared::Standalone).await
+    }
+
+    /// Loads `source` as [`PythonModule::load`] does, as what its folder `declared` it to be: a
+    /// declared tool is the file's one tool (its function must be there), a declared callback
+    /// kind its one callback (likewise).
+    pub async fn load_declared(
+        sandbox: &Sandbox,
+        filename: impl Into<String>,
+        source: impl Into<String>,
+        declared: &Declared,
+    ) -> Result<PythonModule, SandboxError> {
         let filename = filename.into();
         let source: Arc<str> = source.into().into();
-        let request = encode(&Describe::new(&filename, &source))?;
+        let request = encode(&Describe::new(&filename, &source, declared))?;
         let output = sandbox.run(request, describe_env()).await?;
         let answer = Answer::read(&output)?;
         let description: Description = serde_json::from_value(answer.value)

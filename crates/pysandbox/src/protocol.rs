@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::{PythonError, SandboxError};
+use crate::layout::Declared;
 use crate::runtime::RunOutput;
 
 /// Run a file's top level and list its tools and callbacks.
@@ -15,14 +16,46 @@ pub(crate) struct Describe<'a> {
     pub(crate) op: &'static str,
     pub(crate) filename: &'a str,
     pub(crate) source: &'a str,
+    /// The tools its folder declares (Google's layout): then these are its tools, rather than
+    /// the function named like the file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) tools: Option<Vec<DeclaredToolWire<'a>>>,
+    /// The callback kinds its folder says it implements: then only those, and one must be there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) callbacks: Option<Vec<&'static str>>,
+}
+
+/// A declared tool as the guest reads it.
+#[derive(Debug, Serialize)]
+pub(crate) struct DeclaredToolWire<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) function: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) description: Option<&'a str>,
+    pub(crate) declared_in: &'a str,
 }
 
 impl<'a> Describe<'a> {
-    pub(crate) fn new(filename: &'a str, source: &'a str) -> Self {
+    pub(crate) fn new(filename: &'a str, source: &'a str, declared: &'a Declared) -> Self {
+        let (tools, callbacks) = match declared {
+            Declared::Standalone => (None, None),
+            Declared::Tool(tool) => (
+                Some(vec![DeclaredToolWire {
+                    name: &tool.name,
+                    function: &tool.function,
+                    description: tool.description.as_deref(),
+                    declared_in: &tool.declared_in,
+                }]),
+                Some(Vec::new()),
+            ),
+            Declared::Callback { kind, .. } => (Some(Vec::new()), Some(vec![kind.function_name()])),
+        };
         Describe {
             op: "describe",
             filename,
             source,
+            tools,
+            callbacks,
         }
     }
 }

@@ -1,5 +1,8 @@
 //! The user's Python files: the `python/` folder under the config folder, loaded into the
-//! sandbox, watched, and turned into tools and callbacks of the agent.
+//! sandbox, watched, and turned into tools and callbacks of the agent. The folder's own `.py`
+//! files stand alone; an app in Google's layout in it (`app.json`, `tools/…/python_code.py`,
+//! `agents/…_callbacks/…/python_code.py`) loads as its JSON declares it, its files named by
+//! their path in the folder ([`pysandbox::Folder`]).
 //!
 //! The sandbox's component is compiled in the background at start-up (tens of seconds the first
 //! time, then read from a cache in the data folder), so the first window never waits for it;
@@ -16,7 +19,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use pysandbox::{LoadError, PythonExtensions, Reporter, Sandbox, SandboxConfig, SandboxError};
+use pysandbox::{
+    Folder, LoadError, PythonExtensions, Reporter, Sandbox, SandboxConfig, SandboxError,
+};
 
 use crate::assistant::PythonFileSettings;
 use crate::core::lock;
@@ -201,22 +206,20 @@ impl PythonTools {
             .clone()
     }
 
-    /// The `.py` files of the folder, by name.
+    /// The Python files of the folder, by name: its own `.py` files, and those of the apps in
+    /// Google's layout in it (loaded or not), by their path in the folder.
     pub(crate) fn file_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(&self.dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|entry| {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                let is_py = entry.path().is_file()
-                    && std::path::Path::new(&name)
-                        .extension()
-                        .is_some_and(|e| e == "py");
-                is_py.then_some(name)
-            })
-            .collect();
+        let folder = Folder::read(&self.dir).unwrap_or_default();
+        let mut names: Vec<String> = folder.files.into_iter().map(|f| f.name).collect();
+        names.extend(
+            folder
+                .errors
+                .iter()
+                .map(|e| failure_of(&self.dir, e).0)
+                .filter(|name| !name.is_empty()),
+        );
         names.sort();
+        names.dedup();
         names
     }
 
@@ -227,27 +230,20 @@ impl PythonTools {
         let Some(sandbox) = self.sandbox() else {
             return;
         };
-        let mut files = Vec::new();
         let mut statuses: BTreeMap<String, FileStatus> = BTreeMap::new();
-        for name in self.file_names() {
-            match std::fs::read_to_string(self.dir.join(&name)) {
-                Ok(source) => files.push((name.clone(), source)),
-                Err(e) => {
-                    statuses.insert(
-                        name.clone(),
-                        FileStatus {
-                            error: Some(LoadFailure {
-                                zh: format!("无法读取 {name}：{e}"),
-                                en: format!("cannot read {name}: {e}"),
-                                line: None,
-                                traceback: String::new(),
-                            }),
-                            ..FileStatus::default()
-                        },
-                    );
-                }
-            }
+        // An unreadable folder has no files to load; its files show as they were until it can.
+        let folder = Folder::read(&self.dir).unwrap_or_default();
+        for error in &folder.errors {
+            let (file, failure) = failure_of(&self.dir, error);
+            statuses.insert(
+                file,
+                FileStatus {
+                    error: Some(failure),
+                    ..FileStatus::default()
+                },
+            );
         }
+        let names: Vec<String> = folder.files.iter().map(|f| f.name.clone()).collect();
         let reports = self.reports.clone();
         let reporter = Reporter::new(move |report| {
             let mut reports = lock(&reports);
@@ -257,8 +253,7 @@ impl PythonTools {
                 list.remove(0);
             }
         });
-        let mut loaded =
-            PythonExtensions::load_sources(&sandbox, files.clone(), host, reporter).await;
+        let mut loaded = PythonExtensions::load_files(&sandbox, folder.files, host, reporter).await;
         // A Python tool named like a built-in one would shadow it: the file is refused instead.
         let clashing: Vec<(String, String)> = loaded
             .tools
@@ -290,7 +285,7 @@ impl PythonTools {
             .callbacks
             .retain(|c| !refused.contains(c.module().filename()));
         for error in &loaded.errors {
-            let (file, failure) = failure_of(error);
+            let (file, failure) = failure_of(&self.dir, error);
             statuses.insert(
                 file,
                 FileStatus {
@@ -311,8 +306,8 @@ impl PythonTools {
                 .or_default();
             status.callbacks.push(callback.kind().to_string());
         }
-        for (name, _) in &files {
-            statuses.entry(name.clone()).or_default();
+        for name in names {
+            statuses.entry(name).or_default();
         }
         *lock(&self.statuses) = statuses;
         *self
@@ -371,10 +366,11 @@ impl PythonTools {
         let mut watcher =
             notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
                 if let Ok(event) = event {
+                    // The JSON of an app in Google's layout declares its Python files.
                     let python = event
                         .paths
                         .iter()
-                        .any(|p| p.extension().is_some_and(|e| e == "py"));
+                        .any(|p| p.extension().is_some_and(|e| e == "py" || e == "json"));
                     if python && !matches!(event.kind, notify::EventKind::Access(_)) {
                         let _ = tx.send(());
                     }
@@ -382,7 +378,7 @@ impl PythonTools {
             })
             .map_err(|e| e.to_string())?;
         watcher
-            .watch(&self.dir, notify::RecursiveMode::NonRecursive)
+            .watch(&self.dir, notify::RecursiveMode::Recursive)
             .map_err(|e| format!("cannot watch {}: {e}", self.dir.display()))?;
         *lock(&self.watcher) = Some(watcher);
         tokio::spawn(async move {
@@ -402,8 +398,8 @@ impl PythonTools {
     }
 }
 
-/// A load error, worded in both languages, with its line.
-fn failure_of(error: &LoadError) -> (String, LoadFailure) {
+/// A load error, worded in both languages, with its line; the file by its name in `dir`.
+fn failure_of(dir: &Path, error: &LoadError) -> (String, LoadFailure) {
     match error {
         LoadError::Python { file, error } => {
             let line = error.python().and_then(|e| e.line);
@@ -471,10 +467,14 @@ fn failure_of(error: &LoadError) -> (String, LoadFailure) {
             },
         ),
         LoadError::Read { path, source } => {
+            // Its path in the folder, as the folder's files are named (`a/b/python_code.py`).
             let file = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
+                .strip_prefix(dir)
+                .unwrap_or(path)
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join("/");
             (
                 file.clone(),
                 LoadFailure {
@@ -485,6 +485,26 @@ fn failure_of(error: &LoadError) -> (String, LoadFailure) {
                 },
             )
         }
+        LoadError::Declaration { file, message } => (
+            file.clone(),
+            LoadFailure {
+                zh: format!("{file} 未加载：{message}"),
+                en: error.to_string(),
+                line: None,
+                traceback: String::new(),
+            },
+        ),
+        LoadError::SubAgent { file, agent, root } => (
+            file.clone(),
+            LoadFailure {
+                zh: format!(
+                    "{file} 是子代理 {agent} 的回调；本应用只运行根代理（{root}），因此未加载"
+                ),
+                en: error.to_string(),
+                line: None,
+                traceback: String::new(),
+            },
+        ),
         LoadError::ReadDir { .. } => (
             String::new(),
             LoadFailure {
@@ -505,5 +525,101 @@ fn failure_of(error: &LoadError) -> (String, LoadFailure) {
                 traceback: String::new(),
             },
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    fn write(root: &Path, files: &[(&str, &str)]) {
+        for (path, text) in files {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+    }
+
+    /// An app folder in Google's layout, dropped into `python/` as it is, loads with the names
+    /// its JSON gives, beside a file of the folder's own; its sub-agent's callback shows why it
+    /// is not loaded.
+    #[tokio::test]
+    async fn an_app_in_googles_layout_loads_beside_the_folders_own_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let python = dir.path().join("python");
+        write(
+            &python,
+            &[
+                ("notes.py", "def notes() -> str:\n    return 'n'\n"),
+                ("desk/app.json", r#"{"rootAgent": "main"}"#),
+                (
+                    "desk/tools/lookup/lookup.json",
+                    r#"{"name": "lookup", "pythonFunction": {"name": "find", "description": "Finds it."}}"#,
+                ),
+                (
+                    "desk/tools/lookup/python_function/python_code.py",
+                    "def find(key: str) -> dict:\n    return {'key': key}\n",
+                ),
+                (
+                    "desk/agents/main/before_model_callbacks/one/python_code.py",
+                    "def before_model_callback(callback_context, llm_request):\n    return None\n",
+                ),
+                (
+                    "desk/agents/helper/before_model_callbacks/two/python_code.py",
+                    "def before_model_callback(callback_context, llm_request):\n    return None\n",
+                ),
+            ],
+        );
+        let tools = PythonTools::new(
+            python,
+            dir.path().join("cache"),
+            crate::resources::Resources::new(None),
+        );
+        tools.prepare_sandbox();
+        assert!(tools.sandbox().is_some(), "{:?}", tools.sandbox_state());
+        tools
+            .reload(Arc::new(pysandbox::NoHost), &HashSet::new())
+            .await;
+        let views = tools.file_views();
+        let summary: Vec<(&str, &str)> = views
+            .iter()
+            .map(|f| (f.name.as_str(), f.status.as_str()))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (
+                    "desk/agents/helper/before_model_callbacks/two/python_code.py",
+                    "error"
+                ),
+                (
+                    "desk/agents/main/before_model_callbacks/one/python_code.py",
+                    "loaded"
+                ),
+                ("desk/tools/lookup/python_function/python_code.py", "loaded"),
+                ("notes.py", "loaded"),
+            ]
+        );
+        assert!(
+            views[0]
+                .error
+                .as_ref()
+                .unwrap()
+                .en
+                .contains("sub-agent helper"),
+            "{:?}",
+            views[0].error
+        );
+        assert_eq!(views[1].callbacks, ["before_model_callback"]);
+        let extensions = tools.extensions();
+        let names: Vec<&str> = extensions
+            .tools
+            .iter()
+            .map(|t| t.spec().name.as_str())
+            .collect();
+        assert_eq!(names, ["notes", "lookup"]);
+        assert_eq!(views[2].tools[0].description, "Finds it.");
     }
 }

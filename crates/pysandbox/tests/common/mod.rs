@@ -136,6 +136,16 @@ pub async fn engine_with(
         reports.reporter(),
     )
     .await;
+    engine_over(extensions, reports, script, state)
+}
+
+/// An engine as [`engine_with`] makes, over extensions loaded already (reporting to `reports`).
+pub fn engine_over(
+    extensions: PythonExtensions,
+    reports: Reports,
+    script: Vec<LlmResponse>,
+    state: Value,
+) -> EngineHarness {
     let model = Arc::new(ScriptedModel::new(script));
     let builder = LlmAgent::builder("assistant", model.clone()).instruction("You help.");
     let agent = extensions.add_to(builder).build().unwrap();
