@@ -90,7 +90,10 @@ describe('settings apply at once: demo, then a real app, then demo again', () =>
 
   async function openSettings() {
     await browser.$('[data-testid="nav-settings"]').click();
-    await browser.$('[data-testid="app-id"]').waitForDisplayed();
+    // The console's App ID and Secret sit under "Advanced" until an app entered by hand is set.
+    const appId = browser.$('[data-testid="app-id"]');
+    if (!(await appId.isDisplayed())) await browser.$('[data-testid="feishu-advanced-toggle"]').click();
+    await appId.waitForDisplayed();
   }
   /** Presses one section's Save and waits until it has saved (its note shows, no error). */
   async function saveSection(section) {

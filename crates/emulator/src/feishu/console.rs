@@ -58,6 +58,8 @@ pub(crate) struct StandIn {
 struct AppChange {
     release: Option<AppRelease>,
     enabled_scopes: Option<Vec<String>>,
+    /// Scopes taken away from the app (what it has otherwise stays).
+    revoke_scopes: Option<Vec<String>>,
     redirect_uris: Option<Vec<String>>,
     /// The bot capability (机器人): on by default.
     bot: Option<bool>,
@@ -105,6 +107,9 @@ async fn change_app(
         )
             .into_response();
     };
+    if let Some(revoked) = change.revoke_scopes {
+        app.enabled_scopes.retain(|s| !revoked.contains(s));
+    }
     if let Some(scopes) = change.enabled_scopes {
         app.enabled_scopes = scopes;
     }
