@@ -28,6 +28,12 @@ async function clickChip(browser, testid, words) {
     const label = String(await chip.getProperty('textContent')).trim();
     labels.push(label);
     if (label === words) {
+      // The banner moves its examples into its "Try" menu when the window is too narrow for them
+      // beside "Connect my Feishu" (the default window is): a person opens the menu first.
+      if (testid === 'demo-example' && !(await chip.isDisplayed())) {
+        await browser.$('[data-testid="demo-more"]').click();
+        return clickChip(browser, 'demo-more-example', words);
+      }
       await chip.click();
       step(`chip «${words}» clicked`);
       return;
