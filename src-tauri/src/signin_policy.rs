@@ -141,16 +141,19 @@ pub fn navigation(url: &Url, policy: &SignInPolicy) -> Navigation {
     if policy.callback.as_ref() == Some(&origin) {
         return Navigation::Callback;
     }
-    if origin == policy.authorize {
-        return Navigation::Allow;
-    }
     let on = |hosts: &[&str]| {
         url.scheme() == "https"
             && url.port().is_none()
             && matches!(url.host(), Some(url::Host::Domain(host)) if hosts.contains(&host))
     };
+    let verification = policy.callback.is_none();
+    // On Feishu's Open Platform hosts only the confirmation pages, even when the page the window
+    // opened is one of them: the developer console shares their origin.
+    if origin == policy.authorize && !(verification && on(VERIFICATION_HOSTS)) {
+        return Navigation::Allow;
+    }
     let confirmation_page =
-        policy.callback.is_none() && on(VERIFICATION_HOSTS) && url.path().starts_with("/page/");
+        verification && on(VERIFICATION_HOSTS) && url.path().starts_with("/page/");
     if on(SIGN_IN_HOSTS) || confirmation_page {
         Navigation::Allow
     } else {
