@@ -9,27 +9,13 @@
 // Screenshots: tests/e2e/artifacts/connect-*.png.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { rmSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 
-import { APP, freshDataDir, launch, send, shot, startDriver, step, waitForReply } from './harness.mjs';
+import { APP, spawnLine, freshDataDir, launch, send, shot, startDriver, step, waitForReply } from './harness.mjs';
 
 const bins = path.dirname(APP);
-
-/** Starts a helper binary and answers its first line of output; `stop()` ends it. */
-function spawnLine(program, args) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(program, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    child.once('error', reject);
-    child.stdout.on('data', (chunk) => {
-      out += chunk;
-      if (out.includes('\n')) resolve({ line: out.split('\n')[0], stop: () => child.kill('SIGTERM') });
-    });
-  });
-}
 
 let driver;
 let feishu;

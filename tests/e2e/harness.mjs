@@ -83,6 +83,20 @@ export async function startDriver() {
   };
 }
 
+/** Starts a helper binary (an emulator, the model server) and answers its first line of output;
+ *  `stop()` ends it. */
+export function spawnLine(program, args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(program, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.once('error', reject);
+    child.stdout.on('data', (chunk) => {
+      out += chunk;
+      if (out.includes('\n')) resolve({ line: out.split('\n')[0], stop: () => child.kill('SIGTERM') });
+    });
+  });
+}
+
 /** A fresh data folder whose settings pin the redirect port and the time zone (plus `extra`). */
 export async function freshDataDir(name, extra = {}) {
   const dir = mkdtempSync(path.join(tmpdir(), `fc-e2e-${name}-`));

@@ -6,31 +6,16 @@
 // opened in the system browser.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { APP, consent, freshDataDir, launch, send, shot, startDriver, step, waitForReply } from './harness.mjs';
+import { APP, spawnLine, consent, freshDataDir, launch, send, shot, startDriver, step, waitForReply } from './harness.mjs';
 
 const DEMO_APP = 'cli_demo_companion';
 const REAL_APP = 'cli_e2e_real_tenant';
 const bins = path.dirname(APP);
-
-/** Starts a helper binary and answers its first line of output; `stop()` ends it. */
-function spawnLine(program, args) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(program, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    child.once('error', reject);
-    child.stdout.on('data', (chunk) => {
-      out += chunk;
-      const line = out.split('\n')[0];
-      if (out.includes('\n')) resolve({ line, stop: () => child.kill('SIGTERM') });
-    });
-  });
-}
 
 // What the app opens "in the browser" is recorded here instead.
 const bin = mkdtempSync(path.join(tmpdir(), 'fc-e2e-opener-'));
