@@ -170,16 +170,9 @@ impl OAuthClient {
         endpoints: Endpoints,
         credentials: AppCredentials,
     ) -> Result<Self, FeishuOAuthError> {
-        install_crypto_provider();
-        let http = reqwest::Client::builder()
-            // A token endpoint that redirects is not one to send secrets to.
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(Duration::from_secs(10))
-            .timeout(Duration::from_secs(30))
-            .build()
-            .map_err(|e| {
-                FeishuOAuthError::Malformed(format!("cannot build the HTTP client: {e}"))
-            })?;
+        let http = secret_client().map_err(|e| {
+            FeishuOAuthError::Malformed(format!("cannot build the HTTP client: {e}"))
+        })?;
         Ok(OAuthClient {
             endpoints,
             credentials,
@@ -348,6 +341,18 @@ impl OAuthClient {
         serde_json::from_value(value.get("data").cloned().unwrap_or(Value::Null))
             .map_err(|e| FeishuOAuthError::Malformed(format!("user_info lacks a field: {e}")))
     }
+}
+
+/// The HTTP client for requests that carry a secret or answer one (token calls, device flows,
+/// app registration): it follows no redirect, since an endpoint that redirects is not one to
+/// send secrets to, and it gives up rather than hang.
+pub(crate) fn secret_client() -> Result<reqwest::Client, reqwest::Error> {
+    install_crypto_provider();
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(Duration::from_secs(30))
+        .build()
 }
 
 /// reqwest is built without a default TLS provider (no OpenSSL, no aws-lc build); the process

@@ -10,8 +10,6 @@
 //! app (archetype `PersonalAgent`), with the scopes Feishu grants such apps without an
 //! administrator already enabled.
 
-use std::time::Duration;
-
 use secrecy::{ExposeSecret as _, SecretString};
 use serde_json::Value;
 
@@ -56,16 +54,9 @@ impl RegistrationClient {
     /// A client for the brands' hosts (`feishu` for begin and the first polls, `lark` for a
     /// Lark tenant's re-poll), showing the user `page`'s verification page.
     pub fn new(feishu: Endpoints, lark: Endpoints, page: Brand) -> Result<Self, DeviceFlowError> {
-        crate::oauth::install_crypto_provider();
-        let http = reqwest::Client::builder()
-            // The answer carries a secret: never follow a redirect elsewhere with the code.
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(Duration::from_secs(10))
-            .timeout(Duration::from_secs(30))
-            .build()
-            .map_err(|e| {
-                DeviceFlowError::Malformed(format!("cannot build the HTTP client: {e}"))
-            })?;
+        let http = crate::oauth::secret_client().map_err(|e| {
+            DeviceFlowError::Malformed(format!("cannot build the HTTP client: {e}"))
+        })?;
         Ok(RegistrationClient {
             feishu,
             lark,
