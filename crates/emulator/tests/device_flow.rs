@@ -331,6 +331,35 @@ async fn denied_expired_unknown_and_foreign_codes_end_the_poll() {
     )
     .await;
     assert_eq!(status, 404);
+    // A hook asked something it cannot answer says so, for both flows' hooks.
+    for path in [
+        "/_emulator/device/decide",
+        "/_emulator/registration/confirm",
+    ] {
+        let (status, answer) = lark_cli::hook(
+            &base,
+            path,
+            json!({"user_code": "BCDF-GHJK", "decision": "maybe"}),
+        )
+        .await;
+        assert_eq!(status, 400, "{path}: {answer}");
+        assert!(
+            answer["error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("allow or deny"),
+            "{path}: {answer}"
+        );
+        let (status, answer) = lark_cli::hook(&base, path, json!({"decision": "allow"})).await;
+        assert_eq!(status, 400, "{path}: {answer}");
+        assert!(
+            answer["error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("not a decision"),
+            "{path}: {answer}"
+        );
+    }
 
     let (status, timing) = lark_cli::hook(
         &base,

@@ -441,22 +441,9 @@ struct DecideBody {
 }
 
 async fn decide_hook(State(shared): State<Shared>, body: Bytes) -> Response {
-    let bad = |status: StatusCode, message: String| {
-        (status, Json(json!({"error": message}))).into_response()
-    };
-    let body: DecideBody = match serde_json::from_slice(&body) {
-        Ok(body) => body,
-        Err(e) => return bad(StatusCode::BAD_REQUEST, format!("not a decision: {e}")),
-    };
-    let allow = match body.decision.as_str() {
-        "allow" => true,
-        "deny" => false,
-        other => {
-            return bad(
-                StatusCode::BAD_REQUEST,
-                format!("decision must be allow or deny, not {other:?}"),
-            );
-        }
+    let (body, allow) = match polling::hook_decision(&body, |b: &DecideBody| &b.decision) {
+        Ok(read) => read,
+        Err(e) => return polling::hook_error(StatusCode::BAD_REQUEST, e),
     };
     let result = decide(
         &mut shared.lock(),
@@ -466,8 +453,7 @@ async fn decide_hook(State(shared): State<Shared>, body: Bytes) -> Response {
     );
     match result {
         Ok(granted) => Json(json!({ "granted": granted })).into_response(),
-        Err(e @ DecideError::Unknown(_)) => bad(StatusCode::NOT_FOUND, e.to_string()),
-        Err(e) => bad(StatusCode::BAD_REQUEST, e.to_string()),
+        Err(e) => polling::hook_refusal(&e),
     }
 }
 

@@ -183,6 +183,34 @@ pub(crate) enum DecideError {
     NoSuchPerson(String),
 }
 
+/// A test hook's refusal: `{"error": …}` with `status`.
+pub(crate) fn hook_error(status: StatusCode, message: String) -> Response {
+    (status, axum::Json(serde_json::json!({"error": message}))).into_response()
+}
+
+/// A hook's JSON body and its `decision` (`allow` or `deny`, nothing else), or why not.
+pub(crate) fn hook_decision<T: serde::de::DeserializeOwned>(
+    body: &[u8],
+    decision: impl FnOnce(&T) -> &str,
+) -> Result<(T, bool), String> {
+    let body: T = serde_json::from_slice(body).map_err(|e| format!("not a decision: {e}"))?;
+    let allow = match decision(&body) {
+        "allow" => true,
+        "deny" => false,
+        other => return Err(format!("decision must be allow or deny, not {other:?}")),
+    };
+    Ok((body, allow))
+}
+
+/// A hook's answer to a refused decision: 404 for a code never issued, 400 otherwise.
+pub(crate) fn hook_refusal(error: &DecideError) -> Response {
+    let status = match error {
+        DecideError::Unknown(_) => StatusCode::NOT_FOUND,
+        _ => StatusCode::BAD_REQUEST,
+    };
+    hook_error(status, error.to_string())
+}
+
 /// Makes the person `open_id` the signed-in user, the one later sign-ins sign in as (the
 /// emulator serves one user at a time); `None` keeps the current one. Answers who it is.
 pub(crate) fn sign_in_as(state: &mut EmulatorState, open_id: Option<&str>) -> Result<User, String> {

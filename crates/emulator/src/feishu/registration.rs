@@ -449,22 +449,9 @@ struct ConfirmBody {
 }
 
 async fn confirm_hook(State(shared): State<Shared>, body: Bytes) -> Response {
-    let bad = |status: StatusCode, message: String| {
-        (status, Json(json!({"error": message}))).into_response()
-    };
-    let body: ConfirmBody = match serde_json::from_slice(&body) {
-        Ok(body) => body,
-        Err(e) => return bad(StatusCode::BAD_REQUEST, format!("not a confirmation: {e}")),
-    };
-    let allow = match body.decision.as_str() {
-        "allow" => true,
-        "deny" => false,
-        other => {
-            return bad(
-                StatusCode::BAD_REQUEST,
-                format!("decision must be allow or deny, not {other:?}"),
-            );
-        }
+    let (body, allow) = match polling::hook_decision(&body, |b: &ConfirmBody| &b.decision) {
+        Ok(read) => read,
+        Err(e) => return polling::hook_error(StatusCode::BAD_REQUEST, e),
     };
     let result = confirm(
         &mut shared.lock(),
@@ -475,8 +462,7 @@ async fn confirm_hook(State(shared): State<Shared>, body: Bytes) -> Response {
     );
     match result {
         Ok(app_id) => Json(json!({ "app_id": app_id })).into_response(),
-        Err(e @ ConfirmError::Unknown(_)) => bad(StatusCode::NOT_FOUND, e.to_string()),
-        Err(e) => bad(StatusCode::BAD_REQUEST, e.to_string()),
+        Err(e) => polling::hook_refusal(&e),
     }
 }
 
