@@ -889,7 +889,7 @@ impl From<&CallRecord> for CallView {
             scopes: c.auth_scopes.iter().map(|s| labels::scope(s)).collect(),
             authorize_url: c.authorize_url.clone(),
             scope_apply_url: c.authorize_url.clone().filter(|u| {
-                c.status == CallStatus::AwaitingAuth && crate::connect::view::is_scope_apply(u)
+                c.status == CallStatus::AwaitingAuth && feishu::config::is_scope_apply_page(u)
             }),
             verdict: c.decision.as_ref().map(|d| snake(&d.verdict)),
             decided_by: c.decision.as_ref().map(|d| d.decided_by.clone()),

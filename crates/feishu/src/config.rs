@@ -99,18 +99,11 @@ impl Endpoints {
     /// `{open}/page/scope-apply?clientID=…&scopes=…`: where the user applies for a scope the
     /// app itself lacks (99991672); an administrator may have to approve it.
     pub fn scope_apply_url(&self, app_id: &str, scopes: &[String]) -> Url {
-        let mut url = join(&self.open, "page/scope-apply");
+        let mut url = join(&self.open, SCOPE_APPLY_PAGE);
         url.query_pairs_mut()
             .append_pair("clientID", app_id)
             .append_pair("scopes", &scopes.join(","));
         url
-    }
-
-    /// Whether `url` is this app's scope-apply page (what an app-scope card opens).
-    pub fn is_scope_apply_url(&self, url: &str) -> bool {
-        Url::parse(url).is_ok_and(|u| {
-            u.origin() == self.open.origin() && u.path().ends_with("/page/scope-apply")
-        })
     }
 
     /// `{open}/callback/ws/endpoint`: where an app asks for its long connection's URL.
@@ -122,6 +115,18 @@ impl Endpoints {
     pub fn api(&self, path: &crate::ids::ApiPath) -> Url {
         path.url(&self.open)
     }
+}
+
+/// The path of Feishu's scope-apply page under the Open Platform host.
+const SCOPE_APPLY_PAGE: &str = "page/scope-apply";
+
+/// Whether `url` is Feishu's scope-apply page ([`Endpoints::scope_apply_url`]): a call whose
+/// link it is waits for the app to be granted a scope, not for a sign-in.
+pub fn is_scope_apply_page(url: &str) -> bool {
+    Url::parse(url).is_ok_and(|u| {
+        matches!(u.scheme(), "http" | "https")
+            && u.path().ends_with(&format!("/{SCOPE_APPLY_PAGE}"))
+    })
 }
 
 fn join(base: &Url, path: &str) -> Url {
@@ -183,8 +188,8 @@ mod tests {
             apply.as_str(),
             "https://open.larksuite.com/page/scope-apply?clientID=cli_x&scopes=drive%3Adrive%3Areadonly"
         );
-        assert!(Endpoints::for_brand(Brand::Lark).is_scope_apply_url(apply.as_str()));
-        assert!(!feishu.is_scope_apply_url(apply.as_str()));
+        assert!(is_scope_apply_page(apply.as_str()));
+        assert!(!is_scope_apply_page(feishu.authorize_url().as_str()));
         let base = Url::parse("http://127.0.0.1:4000").unwrap_or_else(|_| unreachable!());
         assert_eq!(
             Endpoints::emulated(&base, Brand::Lark)

@@ -125,9 +125,3 @@ impl From<&ConnectStatus> for ConnectView {
         }
     }
 }
-
-/// Whether a tool's link is Feishu's scope-apply page ([`feishu::Endpoints::scope_apply_url`]):
-/// the call then waits for the app to be granted a scope, not for a sign-in.
-pub(crate) fn is_scope_apply(url: &str) -> bool {
-    url::Url::parse(url).is_ok_and(|u| u.path().ends_with("/page/scope-apply"))
-}
