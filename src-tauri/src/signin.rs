@@ -75,14 +75,7 @@ pub(crate) fn started<R: Runtime>(
         return verification(app, shell, &ticket.url, false);
     }
     let policy = SignInPolicy::new(&ticket.url, &ticket.redirect_uri).map_err(|e| e.to_string())?;
-    {
-        let mut state = lock(&shell.sign_in);
-        state.url = Some(ticket.url.clone());
-        state.policy = Some(policy);
-        state.reached_callback = false;
-        state.handed_off = false;
-        state.verification = false;
-    }
+    remember(shell, &ticket.url, policy, false);
     if embedded {
         open_window(app, shell, &ticket.url)
             .map(drop)
@@ -95,6 +88,16 @@ pub(crate) fn started<R: Runtime>(
     }
 }
 
+/// The page a new sign-in's window shows, and where that window may go.
+fn remember(shell: &Shell, url: &str, policy: SignInPolicy, verification: bool) {
+    let mut state = lock(&shell.sign_in);
+    state.url = Some(url.to_owned());
+    state.policy = Some(policy);
+    state.reached_callback = false;
+    state.handed_off = false;
+    state.verification = verification;
+}
+
 /// A verification page with no redirect (device sign-in, connect, scope apply): remembered
 /// with its policy, and shown in the sign-in window now when `show`.
 pub(crate) fn verification<R: Runtime>(
@@ -104,14 +107,7 @@ pub(crate) fn verification<R: Runtime>(
     show: bool,
 ) -> Result<(), String> {
     let policy = SignInPolicy::verification(url).map_err(|e| e.to_string())?;
-    {
-        let mut state = lock(&shell.sign_in);
-        state.url = Some(url.to_owned());
-        state.policy = Some(policy);
-        state.reached_callback = false;
-        state.handed_off = false;
-        state.verification = true;
-    }
+    remember(shell, url, policy, true);
     if show {
         open_window(app, shell, url)
             .map(drop)
