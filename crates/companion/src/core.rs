@@ -539,19 +539,16 @@ impl Companion {
             redirect_uri: request.redirect_uri.clone(),
             device: None,
         };
-        let _ = self
-            .inner
-            .events
-            .send(UiEvent::SignIn(SignInStatus::Waiting {
-                url: ticket.url.clone(),
-                device: None,
-            }));
+        self.announce(SignInStatus::Waiting {
+            url: ticket.url.clone(),
+            device: None,
+        });
         let me = self.clone();
         let task = tokio::spawn(async move {
             let status = me.finish_sign_in(listener, request).await;
-            let _ = me.inner.events.send(UiEvent::SignIn(status));
+            me.announce(status);
         });
-        *lock(&self.inner.sign_in) = Some(task);
+        self.set_sign_in_task(task);
         Ok(ticket)
     }
 
@@ -661,7 +658,7 @@ impl Companion {
 
     /// Tells the UI where a sign-in stands.
     pub(crate) fn announce(&self, status: SignInStatus) {
-        let _ = self.inner.events.send(UiEvent::SignIn(status));
+        self.emit(UiEvent::SignIn(status));
     }
 
     /// Tells the UI anything.
