@@ -223,6 +223,17 @@ async fn a_lark_tenant_gets_its_secret_from_larks_host_and_the_lark_brand() {
     ));
 }
 
+/// Waits until nothing waits for the user any more (the held call ran).
+async fn nothing_pending(app: &Companion, what: &str) {
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while !app.pending().unwrap().is_empty() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{what}: still pending"));
+}
+
 /// Nothing of a connect that failed is kept: no App ID, no secret, still demo mode.
 fn nothing_kept(app: &Companion) {
     assert!(app.settings().feishu.app_id.is_empty());
@@ -314,13 +325,7 @@ async fn a_held_call_resumes_after_a_device_sign_in_and_a_declined_one_says_so()
         sign_in_result(&mut s.events).await,
         SignInStatus::SignedIn { .. }
     ));
-    tokio::time::timeout(Duration::from_secs(20), async {
-        while !s.app.pending().unwrap().is_empty() {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await
-    .expect("the held call resumed");
+    nothing_pending(&s.app, "the held call resumed").await;
     assert!(common::last_text(&s.app, &session).contains("明天的日程我看过了"));
     // The audit shows the same sign-in rows a loopback sign-in gives.
     let audit = s.app.audit(&Default::default()).unwrap();
@@ -376,12 +381,6 @@ async fn a_scope_the_app_lacks_waits_on_the_scope_apply_page_and_runs_once_grant
         sign_in_result(&mut s.events).await,
         SignInStatus::SignedIn { .. }
     ));
-    tokio::time::timeout(Duration::from_secs(20), async {
-        while !s.app.pending().unwrap().is_empty() {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await
-    .expect("the task read ran");
+    nothing_pending(&s.app, "the task read ran").await;
     assert!(common::last_text(&s.app, &session).contains("待办已经读到"));
 }
