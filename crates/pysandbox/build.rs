@@ -53,6 +53,9 @@ fn run() -> Result<(), String> {
         }
     };
     println!("cargo:rustc-env=PYSANDBOX_WASM={}", wasm.display());
+    // The triple this build runs on, which a shipped compiled copy is made for (precompile.rs).
+    let triple = env::var("TARGET").map_err(|e| format!("TARGET: {e}"))?;
+    println!("cargo:rustc-env=PYSANDBOX_TARGET={triple}");
     println!(
         "cargo:rustc-env=PYSANDBOX_CACHE_DIR={}",
         base.join("compiled").display()

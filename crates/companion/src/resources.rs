@@ -17,6 +17,10 @@ pub const RESOURCES_ENV: &str = "FEISHU_COMPANION_RESOURCES";
 /// `packaging/tauri.package.json` put it there.
 pub const PYTHON_SANDBOX_COMPONENT: &str = "python-sandbox/sandbox.wasm";
 
+/// The file name of the component's compiled copy, beside the component: scripts/package
+/// compiles it for the packages (`pysandbox::precompile`), so an installed app never compiles.
+pub const PYTHON_SANDBOX_PRECOMPILED: &str = "sandbox.cwasm";
+
 /// The folders to look in, in order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Resources {

@@ -26,6 +26,8 @@ use wasmtime::component::Component;
 /// How the component was obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CacheOutcome {
+    /// Loaded from the compiled copy the installation ships beside the component.
+    Precompiled,
     /// Loaded from the cache.
     Hit,
     /// Compiled (and written to the cache when there is one), taking this long.
@@ -59,19 +61,26 @@ fn key(engine: &Engine, wasm_sha: &str) -> String {
     format!("sandbox-{}-{}", &wasm_sha[..16], &engine_hash[..16])
 }
 
-/// Loads the compiled component from `dir`, or compiles `wasm` and stores it there.
+/// Loads the shipped compiled copy `precompiled` when it was compiled from `wasm` and suits this
+/// engine and CPU, else the compiled component from `dir`, else compiles `wasm` and stores it
+/// there.
 ///
 /// Concurrent processes (tests run in parallel) wait on a lock file so that only one compiles.
 /// A cache that cannot be read or written is skipped with a warning: it only costs time.
 pub(crate) fn load_or_compile(
     engine: &Engine,
     wasm: &[u8],
+    precompiled: Option<&Path>,
     dir: Option<&Path>,
 ) -> wasmtime::Result<(Component, CacheOutcome)> {
+    let wasm_sha = sha256_hex(wasm);
+    if let Some(component) = precompiled.and_then(|path| load_shipped(engine, path, &wasm_sha)) {
+        return Ok((component, CacheOutcome::Precompiled));
+    }
     let Some(dir) = dir else {
         return compile(engine, wasm);
     };
-    let key = key(engine, &sha256_hex(wasm));
+    let key = key(engine, &wasm_sha);
     let artifact = dir.join(format!("{key}.cwasm"));
     let digest = dir.join(format!("{key}.sha256"));
     if let Some(component) = load(engine, &artifact, &digest) {
@@ -145,6 +154,102 @@ fn load(engine: &Engine, artifact: &Path, digest: &Path) -> Option<Component> {
             None
         }
     }
+}
+
+/// What a shipped compiled copy says of itself, in the JSON file beside it
+/// ([`manifest_path`]): what it was compiled from, and its own digest.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Manifest {
+    /// SHA-256 of the component it was compiled from.
+    pub source_sha256: String,
+    /// SHA-256 of the compiled copy itself.
+    pub artifact_sha256: String,
+    /// The target and the CPU features it assumes (for people; wasmtime checks the features
+    /// against this CPU when it loads the copy).
+    pub target: String,
+}
+
+/// The manifest's path for a compiled copy at `artifact`.
+pub fn manifest_path(artifact: &Path) -> PathBuf {
+    let mut name = artifact.as_os_str().to_owned();
+    name.push(".json");
+    PathBuf::from(name)
+}
+
+/// Writes a compiled copy of a component and its manifest, for an installation to ship.
+pub(crate) fn write_shipped(
+    artifact: &Path,
+    compiled: &[u8],
+    wasm: &[u8],
+    target: String,
+) -> std::io::Result<Manifest> {
+    let manifest = Manifest {
+        source_sha256: sha256_hex(wasm),
+        artifact_sha256: sha256_hex(compiled),
+        target,
+    };
+    write_atomically(artifact, compiled)?;
+    let json = serde_json::to_vec_pretty(&manifest).map_err(std::io::Error::other)?;
+    write_atomically(&manifest_path(artifact), &json)?;
+    Ok(manifest)
+}
+
+/// The shipped compiled copy, when its manifest names this component, its bytes match the
+/// manifest, and wasmtime accepts it for this engine and CPU. Anything else is logged and
+/// answered `None`, and the component is compiled instead (a CPU without the features the
+/// copy assumes, a component replaced by hand, a damaged file).
+fn load_shipped(engine: &Engine, artifact: &Path, wasm_sha: &str) -> Option<Component> {
+    let manifest = match fs::read(manifest_path(artifact)) {
+        Ok(bytes) => serde_json::from_slice::<Manifest>(&bytes).ok()?,
+        // No shipped copy: a development build, or a package without one.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            tracing::warn!(file = %artifact.display(), error = %e, "cannot read the shipped compiled Python component's manifest");
+            return None;
+        }
+    };
+    if manifest.source_sha256 != wasm_sha {
+        tracing::warn!(file = %artifact.display(), "the shipped compiled Python component was compiled from another component; compiling this one");
+        return None;
+    }
+    match file_sha256_hex(artifact) {
+        Ok(sha) if sha == manifest.artifact_sha256 => {}
+        Ok(_) => {
+            tracing::warn!(file = %artifact.display(), "the shipped compiled Python component does not match its manifest; compiling the component");
+            return None;
+        }
+        Err(e) => {
+            tracing::warn!(file = %artifact.display(), error = %e, "cannot read the shipped compiled Python component");
+            return None;
+        }
+    }
+    // SAFETY: the file was written by `Component::serialize`'s twin `Engine::precompile_component`
+    // (`write_shipped`, run by scripts/package), and its bytes were just checked against the
+    // SHA-256 its manifest gives; wasmtime checks its version, settings and the CPU features the
+    // code assumes against this engine and CPU, and refuses a copy that does not fit.
+    match unsafe { Component::deserialize_file(engine, artifact) } {
+        Ok(component) => Some(component),
+        Err(e) => {
+            tracing::info!(error = %format!("{e:#}"), "the shipped compiled Python component does not fit this machine; compiling the component");
+            None
+        }
+    }
+}
+
+/// SHA-256 of a file, read in pieces: a compiled copy is tens of megabytes.
+fn file_sha256_hex(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut file = File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hex::encode(hasher.finalize()))
 }
 
 /// Writes the artifact, then its hash: a hash on disk always describes a complete artifact.

@@ -162,6 +162,14 @@ pub enum SetupError {
         /// Why.
         source: std::io::Error,
     },
+    /// A compiled copy could not be written.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// wasmtime refused the configuration, the component or the linking.
     #[error("cannot prepare the Python component: {0}")]
     Wasmtime(String),

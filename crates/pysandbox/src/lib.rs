@@ -26,10 +26,11 @@
 //!   in it ([`layout`]); a file that does not load is reported with its traceback and line, and
 //!   the rest load regardless.
 //!
-//! The component is compiled once per machine and cached ([`cache`]); that first compile takes
-//! 10 to 20 seconds on two cores, after which creating a [`Sandbox`] takes a fraction of a
-//! second and a call a few milliseconds. An app should create its sandbox in the background at
-//! start-up.
+//! The component must be compiled to machine code before it runs. Installed apps ship it
+//! compiled ([`precompile`], checked against the engine and the CPU when it loads); anywhere
+//! else it is compiled once per machine and cached ([`cache`]): that first compile takes 10 to
+//! 20 seconds on two cores, after which creating a [`Sandbox`] takes a fraction of a second. An
+//! app should create its sandbox in the background at start-up.
 //!
 //! # Writing extensions
 //!
@@ -124,6 +125,7 @@ mod host;
 pub mod layout;
 mod module;
 mod output;
+pub mod precompile;
 mod protocol;
 mod report;
 mod runtime;

@@ -109,6 +109,10 @@ impl Default for Limits {
 pub struct SandboxConfig {
     /// The component (`scripts/build-python-sandbox` builds it).
     pub component: std::path::PathBuf,
+    /// A compiled copy of the component shipped with it (the packages carry one, see
+    /// [`crate::precompile`]); used when it was compiled from this component and fits this
+    /// engine and CPU, so an installed app never compiles. `None` in a development build.
+    pub precompiled: Option<std::path::PathBuf>,
     /// Where to cache the compiled component; `None` compiles it on every start.
     pub cache_dir: Option<std::path::PathBuf>,
     /// The limits of every call.
@@ -121,6 +125,7 @@ impl Default for SandboxConfig {
     fn default() -> Self {
         SandboxConfig {
             component: env!("PYSANDBOX_WASM").into(),
+            precompiled: None,
             cache_dir: Some(env!("PYSANDBOX_CACHE_DIR").into()),
             limits: Limits::default(),
         }
@@ -490,6 +495,15 @@ const KEEP_RESIDENT: usize = 64 * 1024 * 1024;
 /// still starts from the snapshot's exact bytes. Without `PAGEMAP_SCAN` (older kernels, macOS,
 /// Windows) resetting that way would copy the whole snapshot, so pages are released instead.
 fn engine(limits: &Limits) -> Result<Engine, SetupError> {
+    engine_with(limits, |_| Ok(()))
+}
+
+/// [`engine`], with `adjust` applied to its configuration last: a shipped compiled copy is made
+/// by an engine that differs only in the CPU features it assumes ([`crate::precompile`]).
+pub(crate) fn engine_with(
+    limits: &Limits,
+    adjust: impl Fn(&mut Config) -> wasmtime::Result<()>,
+) -> Result<Engine, SetupError> {
     let build = |reset_in_place: bool| {
         let mut pool = wasmtime::PoolingAllocationConfig::new();
         pool.total_component_instances(POOL_SLOTS)
@@ -514,6 +528,7 @@ fn engine(limits: &Limits) -> Result<Engine, SetupError> {
         config
             .epoch_interruption(true)
             .allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
+        adjust(&mut config)?;
         Engine::new(&config)
     };
     build(true)
@@ -532,9 +547,13 @@ impl Sandbox {
                 path: config.component.clone(),
                 source,
             })?;
-        let (component, compiled) =
-            cache::load_or_compile(&engine, &wasm, config.cache_dir.as_deref())
-                .map_err(wasmtime_error)?;
+        let (component, compiled) = cache::load_or_compile(
+            &engine,
+            &wasm,
+            config.precompiled.as_deref(),
+            config.cache_dir.as_deref(),
+        )
+        .map_err(wasmtime_error)?;
         drop(wasm);
         let mut linker: Linker<HostState> = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(wasmtime_error)?;

@@ -59,6 +59,14 @@ pub(crate) struct FileStatus {
     pub(crate) error: Option<LoadFailure>,
 }
 
+/// Milliseconds since the Unix epoch, for log lines a script lines up with its own clock.
+fn unix_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0)
+}
+
 /// A file's error, worded for the user.
 #[derive(Debug, Clone)]
 pub(crate) struct LoadFailure {
@@ -169,14 +177,32 @@ impl PythonTools {
         } else {
             Some(self.cache_dir.clone())
         };
+        // An installed component has its compiled copy beside it; a development build has none
+        // (pysandbox checks the copy was compiled from this very component either way).
+        let precompiled = component
+            .with_file_name(crate::resources::PYTHON_SANDBOX_PRECOMPILED)
+            .is_file()
+            .then(|| component.with_file_name(crate::resources::PYTHON_SANDBOX_PRECOMPILED));
         let config = SandboxConfig {
             component,
+            precompiled,
             cache_dir,
             ..SandboxConfig::default()
         };
+        let started = Instant::now();
         let state = match Sandbox::new(config) {
             Ok(sandbox) => {
-                tracing::info!(compiled = ?sandbox.compiled(), "the Python sandbox is ready");
+                // The start-up script and the installed-app test read this line.
+                tracing::info!(
+                    "the Python sandbox is ready: {} in {} ms (unix_ms={})",
+                    match sandbox.compiled() {
+                        pysandbox::CacheOutcome::Precompiled => "shipped compiled copy",
+                        pysandbox::CacheOutcome::Hit => "compiled copy from the cache",
+                        pysandbox::CacheOutcome::Compiled(_) => "compiled now",
+                    },
+                    started.elapsed().as_millis(),
+                    unix_ms()
+                );
                 SandboxState::Ready(sandbox)
             }
             Err(e) => {
@@ -253,7 +279,17 @@ impl PythonTools {
                 list.remove(0);
             }
         });
+        let count = folder.files.len();
         let mut loaded = PythonExtensions::load_files(&sandbox, folder.files, host, reporter).await;
+        if count > 0 {
+            // Loading a file runs it in the sandbox: the start-up script reads this line as the
+            // first Python call's end.
+            tracing::info!(
+                "loaded the Python folder: files={count} tools={} (unix_ms={})",
+                loaded.tools.len(),
+                unix_ms()
+            );
+        }
         // A Python tool named like a built-in one would shadow it: the file is refused instead.
         let clashing: Vec<(String, String)> = loaded
             .tools
@@ -352,7 +388,7 @@ impl PythonTools {
                     pysandbox::CacheOutcome::Compiled(took) => {
                         Some(u64::try_from(took.as_millis()).unwrap_or(u64::MAX))
                     }
-                    pysandbox::CacheOutcome::Hit => None,
+                    pysandbox::CacheOutcome::Hit | pysandbox::CacheOutcome::Precompiled => None,
                 },
             },
             SandboxState::Failed(message) => SandboxStateView::Failed { message },
