@@ -200,7 +200,13 @@ pub(crate) fn write_shipped(
 /// copy assumes, a component replaced by hand, a damaged file).
 fn load_shipped(engine: &Engine, artifact: &Path, wasm_sha: &str) -> Option<Component> {
     let manifest = match fs::read(manifest_path(artifact)) {
-        Ok(bytes) => serde_json::from_slice::<Manifest>(&bytes).ok()?,
+        Ok(bytes) => match serde_json::from_slice::<Manifest>(&bytes) {
+            Ok(manifest) => manifest,
+            Err(e) => {
+                tracing::warn!(file = %artifact.display(), error = %e, "the shipped compiled Python component's manifest is unreadable; compiling the component");
+                return None;
+            }
+        },
         // No shipped copy: a development build, or a package without one.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
         Err(e) => {
@@ -236,19 +242,10 @@ fn load_shipped(engine: &Engine, artifact: &Path, wasm_sha: &str) -> Option<Comp
     }
 }
 
-/// SHA-256 of a file, read in pieces: a compiled copy is tens of megabytes.
+/// SHA-256 of a file, streamed: a compiled copy is tens of megabytes.
 fn file_sha256_hex(path: &Path) -> std::io::Result<String> {
-    use std::io::Read;
-    let mut file = File::open(path)?;
     let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
+    std::io::copy(&mut File::open(path)?, &mut hasher)?;
     Ok(hex::encode(hasher.finalize()))
 }
 

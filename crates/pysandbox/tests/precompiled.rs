@@ -96,7 +96,15 @@ async fn a_shipped_copy_loads_without_compiling_and_a_wrong_one_is_refused() {
         CacheOutcome::Precompiled
     );
 
-    // Nor is one without its manifest.
+    // Nor is one whose manifest is not JSON.
+    std::fs::write(&artifact, &bytes).unwrap();
+    std::fs::write(manifest_path(&artifact), b"{not json").unwrap();
+    assert_ne!(
+        sandbox_with(&artifact, true).compiled(),
+        CacheOutcome::Precompiled
+    );
+
+    // Nor one without its manifest.
     std::fs::write(&artifact, &bytes).unwrap();
     std::fs::remove_file(manifest_path(&artifact)).unwrap();
     assert_ne!(

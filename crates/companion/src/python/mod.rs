@@ -177,15 +177,13 @@ impl PythonTools {
         } else {
             Some(self.cache_dir.clone())
         };
-        // An installed component has its compiled copy beside it; a development build has none
-        // (pysandbox checks the copy was compiled from this very component either way).
-        let precompiled = component
-            .with_file_name(crate::resources::PYTHON_SANDBOX_PRECOMPILED)
-            .is_file()
-            .then(|| component.with_file_name(crate::resources::PYTHON_SANDBOX_PRECOMPILED));
+        // An installed component has its compiled copy beside it; a development build has none,
+        // which pysandbox takes as it takes a copy made from another component: it compiles.
         let config = SandboxConfig {
+            precompiled: Some(
+                component.with_file_name(crate::resources::PYTHON_SANDBOX_PRECOMPILED),
+            ),
             component,
-            precompiled,
             cache_dir,
             ..SandboxConfig::default()
         };
