@@ -20,6 +20,7 @@
 //! cannot read, or one written by a newer version is reported with the file's path and what to do.
 
 pub mod check;
+mod decode;
 mod engine;
 mod error;
 mod schema;
@@ -320,27 +321,12 @@ impl Store {
     pub fn load_session(&self, session_id: &str) -> Result<Session, StoreError> {
         let meta = self.session_meta(session_id)?;
         let conn = self.conn();
-        let mut events = Vec::with_capacity(usize::try_from(meta.last_seq).unwrap_or(0));
-        let mut stmt = conn
-            .prepare_cached("SELECT seq, data FROM events WHERE session_id = ?1 ORDER BY seq")
-            .map_err(|e| self.db_err(e))?;
-        let mut rows = stmt.query([session_id]).map_err(|e| self.db_err(e))?;
-        while let Some(row) = rows.next().map_err(|e| self.db_err(e))? {
-            let seq: i64 = row.get(0).map_err(|e| self.db_err(e))?;
-            let data = row.get_ref(1).map_err(|e| self.db_err(e))?;
-            let text = data.as_str().map_err(|e| self.db_err(e.into()))?;
-            let event = agent::json::from_str::<Event>(text).map_err(|source| {
-                StoreError::CorruptEvent {
-                    path: self.path.clone(),
-                    session_id: session_id.to_owned(),
-                    seq: u64::try_from(seq).unwrap_or(0),
-                    source,
-                }
-            })?;
-            events.push(event);
-        }
-        drop(rows);
-        drop(stmt);
+        let events = decode::load_events(
+            &conn,
+            &self.path,
+            session_id,
+            usize::try_from(meta.last_seq).unwrap_or(0),
+        )?;
         let state = read_state(&conn, &meta).map_err(|e| self.db_err(e))?;
         Ok(Session {
             meta,

@@ -468,6 +468,86 @@ fn a_damaged_event_is_reported_with_its_sequence_and_field() {
     assert!(err.to_string().contains("event 2 of session s"), "{err}");
 }
 
+/// Long enough that its events are decoded on more than one thread, in chunks.
+fn long_session(path: &std::path::Path, events: usize) -> (Store, Vec<Event>) {
+    let store = Store::open(path).unwrap();
+    store
+        .create_session("app", "u", Some("s"), &StateMap::new())
+        .unwrap();
+    let written: Vec<Event> = (0..events)
+        .map(|i| {
+            text_event(
+                if i % 2 == 0 { "user" } else { "assistant" },
+                &format!("第 {i} 条"),
+            )
+        })
+        .collect();
+    agent::persist::EngineStore::commit(
+        &store,
+        &agent::persist::Commit {
+            session_id: "s".to_owned(),
+            events: written.clone(),
+            ..agent::persist::Commit::default()
+        },
+    )
+    .unwrap();
+    (store, written)
+}
+
+fn corrupt(path: &std::path::Path, seq: i64) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.execute(
+        r#"UPDATE events SET data = '{"id":"e","invocation_id":"i","author":"assistant","timestamp":1,"content":{"parts":[{"text":5}]}}' WHERE seq = ?1"#,
+        [seq],
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_long_session_loads_whole_and_in_order() {
+    let (_dir, path) = temp_db();
+    let (store, written) = long_session(&path, 3_001);
+    let session = store.load_session("s").unwrap();
+    assert_eq!(session.events, written);
+}
+
+#[test]
+fn in_a_long_session_the_first_damaged_event_is_the_one_reported() {
+    let (_dir, path) = temp_db();
+    let (store, _) = long_session(&path, 3_001);
+    // Two bad rows in chunks that different threads may decode in either order: the report names
+    // the earlier, as a load that stops at the first bad row does.
+    corrupt(&path, 2_900);
+    corrupt(&path, 1_700);
+    match store.load_session("s").unwrap_err() {
+        StoreError::CorruptEvent { seq, source, .. } => {
+            assert_eq!(seq, 1_700);
+            assert!(source.path.contains("content.parts"), "{source}");
+        }
+        other => panic!("expected CorruptEvent, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_event_that_is_not_text_is_refused_with_its_sqlite_error() {
+    let (_dir, path) = temp_db();
+    let (store, _) = long_session(&path, 600);
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute(
+            "UPDATE events SET data = CAST(X'FF' AS TEXT) WHERE seq = 550",
+            [],
+        )
+        .unwrap();
+    }
+    let err = store.load_session("s").unwrap_err();
+    assert!(matches!(err, StoreError::Sqlite { .. }), "{err:?}");
+    assert!(
+        err.to_string().contains("utf-8") || err.to_string().contains("UTF-8"),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_path_that_cannot_be_opened_gives_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
