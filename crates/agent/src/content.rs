@@ -301,39 +301,44 @@ impl TryFrom<PartWire> for Part {
     type Error = String;
 
     fn try_from(wire: PartWire) -> Result<Self, Self::Error> {
-        let mut set = Vec::new();
-        let mut part = None;
-        if let Some(text) = wire.text {
-            set.push("text");
-            part = Some(Part::Text(text));
+        // Every stored event's parts come through here when a session loads, so the common case
+        // (exactly one field) allocates nothing; the names are only gathered for the error.
+        let set = [
+            ("text", wire.text.is_some()),
+            ("function_call", wire.function_call.is_some()),
+            ("function_response", wire.function_response.is_some()),
+            ("inline_data", wire.inline_data.is_some()),
+            ("reasoning", wire.reasoning.is_some()),
+        ];
+        let count = set.iter().filter(|(_, is_set)| *is_set).count();
+        if count > 1 {
+            let names: Vec<&str> = set
+                .iter()
+                .filter(|(_, is_set)| *is_set)
+                .map(|(name, _)| *name)
+                .collect();
+            return Err(format!(
+                "a part may set only one field, but sets `{}`",
+                names.join("` and `")
+            ));
         }
-        if let Some(call) = wire.function_call {
-            set.push("function_call");
-            part = Some(Part::FunctionCall(call));
-        }
-        if let Some(response) = wire.function_response {
-            set.push("function_response");
-            part = Some(Part::FunctionResponse(response));
-        }
-        if let Some(blob) = wire.inline_data {
-            set.push("inline_data");
-            part = Some(Part::InlineData(blob));
-        }
-        if let Some(reasoning) = wire.reasoning {
-            set.push("reasoning");
-            part = Some(Part::Reasoning(reasoning));
-        }
-        match (part, set.len()) {
-            (Some(part), 1) => Ok(part),
-            (None, _) => Err(
+        let part = if let Some(text) = wire.text {
+            Part::Text(text)
+        } else if let Some(call) = wire.function_call {
+            Part::FunctionCall(call)
+        } else if let Some(response) = wire.function_response {
+            Part::FunctionResponse(response)
+        } else if let Some(blob) = wire.inline_data {
+            Part::InlineData(blob)
+        } else if let Some(reasoning) = wire.reasoning {
+            Part::Reasoning(reasoning)
+        } else {
+            return Err(
                 "a part must set one of `text`, `function_call`, `function_response`, `inline_data`, `reasoning`; none is set"
                     .to_owned(),
-            ),
-            (Some(_), _) => Err(format!(
-                "a part may set only one field, but sets `{}`",
-                set.join("` and `")
-            )),
-        }
+            );
+        };
+        Ok(part)
     }
 }
 

@@ -37,12 +37,14 @@ struct Chunk {
 }
 
 impl Chunk {
-    fn new(index: usize) -> Chunk {
+    /// `bytes` is the size of the chunk before, which the rows of a session are close to: the
+    /// buffer is not regrown (and recopied) as it fills.
+    fn new(index: usize, bytes: usize) -> Chunk {
         Chunk {
             index,
             seqs: Vec::with_capacity(CHUNK_ROWS),
             ends: Vec::with_capacity(CHUNK_ROWS),
-            data: Vec::new(),
+            data: Vec::with_capacity(bytes),
         }
     }
 
@@ -90,8 +92,9 @@ fn read_chunk(
     rows: &mut rusqlite::Rows<'_>,
     path: &Path,
     index: usize,
+    bytes: usize,
 ) -> (Chunk, Result<(), StoreError>) {
-    let mut chunk = Chunk::new(index);
+    let mut chunk = Chunk::new(index, bytes);
     let db_err = |e| StoreError::from_sqlite(path, e);
     while chunk.len() < CHUNK_ROWS {
         let row = match rows.next() {
@@ -137,9 +140,10 @@ pub(crate) fn load_events(
 
     let mut events = Vec::with_capacity(expected);
     if expected < PARALLEL_FROM || helpers == 0 {
-        let mut index = 0;
+        let (mut index, mut bytes) = (0, 0);
         loop {
-            let (chunk, read) = read_chunk(&mut rows, path, index);
+            let (chunk, read) = read_chunk(&mut rows, path, index, bytes);
+            bytes = chunk.data.len();
             events.extend(decoder.decode(&chunk)?);
             read?;
             if chunk.len() < CHUNK_ROWS {
@@ -169,9 +173,10 @@ pub(crate) fn load_events(
         let threads: Vec<_> = (0..helpers)
             .map(|_| scope.spawn(|| work(&decoder)))
             .collect();
-        let mut index = 0;
+        let (mut index, mut bytes) = (0, 0);
         let unread = loop {
-            let (chunk, read) = read_chunk(&mut rows, path, index);
+            let (chunk, read) = read_chunk(&mut rows, path, index, bytes);
+            bytes = chunk.data.len();
             if let Err(err) = read {
                 break Some((chunk, err));
             }
