@@ -68,20 +68,27 @@ impl Decoder<'_> {
         for (&seq, &end) in chunk.seqs.iter().zip(&chunk.ends) {
             let bytes = chunk.data.get(start..end).unwrap_or_default();
             start = end;
-            let text = std::str::from_utf8(bytes).map_err(|e| {
-                StoreError::from_sqlite(self.path, FromSqlError::Utf8Error(e).into())
-            })?;
-            let event = agent::json::from_str::<Event>(text).map_err(|source| {
-                StoreError::CorruptEvent {
-                    path: self.path.to_path_buf(),
-                    session_id: self.session_id.to_owned(),
-                    seq: u64::try_from(seq).unwrap_or(0),
-                    source,
-                }
-            })?;
-            events.push(event);
+            events.push(self.event(seq, bytes)?);
         }
         Ok(events)
+    }
+
+    /// One row's event. sonic-rs (SIMD, and checking UTF-8 as it parses) reads the rows, which
+    /// serde_json wrote and which are almost always valid; only a row it refuses is read again by
+    /// the engine's own reader, so a bad row is reported exactly as before: which field is wrong,
+    /// or that the text is not UTF-8.
+    fn event(&self, seq: i64, bytes: &[u8]) -> Result<Event, StoreError> {
+        if let Ok(event) = sonic_rs::from_slice::<Event>(bytes) {
+            return Ok(event);
+        }
+        let text = std::str::from_utf8(bytes)
+            .map_err(|e| StoreError::from_sqlite(self.path, FromSqlError::Utf8Error(e).into()))?;
+        agent::json::from_str::<Event>(text).map_err(|source| StoreError::CorruptEvent {
+            path: self.path.to_path_buf(),
+            session_id: self.session_id.to_owned(),
+            seq: u64::try_from(seq).unwrap_or(0),
+            source,
+        })
     }
 }
 
@@ -140,17 +147,16 @@ pub(crate) fn load_events(
 
     let mut events = Vec::with_capacity(expected);
     if expected < PARALLEL_FROM || helpers == 0 {
-        let (mut index, mut bytes) = (0, 0);
-        loop {
-            let (chunk, read) = read_chunk(&mut rows, path, index, bytes);
-            bytes = chunk.data.len();
-            events.extend(decoder.decode(&chunk)?);
-            read?;
-            if chunk.len() < CHUNK_ROWS {
-                return Ok(events);
+        // Decoded straight from SQLite's buffer: no chunk to copy into, nor out of.
+        while let Some(row) = rows.next().map_err(db_err)? {
+            let seq = row.get::<_, i64>(0).map_err(db_err)?;
+            match row.get_ref(1).map_err(db_err)? {
+                ValueRef::Text(bytes) => events.push(decoder.event(seq, bytes)?),
+                // What `ValueRef::as_str` says of a value that is not text.
+                _ => return Err(db_err(FromSqlError::InvalidType.into())),
             }
-            index += 1;
         }
+        return Ok(events);
     }
 
     let (send, receive) = mpsc::channel::<Chunk>();
