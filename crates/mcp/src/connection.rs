@@ -1,0 +1,529 @@
+//! One server's connection: started when first needed, its tools listed, its stderr kept, and
+//! started again after a crash, at once the first time and then after a growing pause (1 s, 2 s,
+//! 4 s … 60 s), so a server that dies at start does not spin. A call carries a progress token
+//! (its notifications reach the hub for the call's card), a timeout that progress resets, and a
+//! guard that tells the server `notifications/cancelled` when the call is dropped unfinished.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use rmcp::ServiceExt;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientRequest, RequestId, ServerResult,
+};
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use serde_json::{Map, Value};
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::broadcast;
+
+use crate::config::{Resolved, TransportConfig};
+use crate::gate::ToolInfo;
+use crate::handler::{Handler, ProgressRoutes, token_key};
+use crate::hub::HubEvent;
+use crate::stderr::StderrLog;
+
+/// How long a server may take to start and answer `initialize` and `tools/list`.
+pub const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The longest pause between two starts of a failing server.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// A server that ran this long before it failed starts again at once.
+const HEALTHY_AFTER: Duration = Duration::from_secs(60);
+
+/// Why a call did not get the server's answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CallError {
+    /// The server could not be started (or not reached).
+    #[error("could not be started: {0}")]
+    Start(String),
+    /// It failed lately and waits before the next start.
+    #[error("failed ({error}); it is started again in {} s", retry_in.as_secs().max(1))]
+    Waiting {
+        /// The last failure.
+        error: String,
+        /// Until the next start.
+        retry_in: Duration,
+    },
+    /// No answer nor progress within the server's timeout; the server was told to cancel.
+    #[error("gave no answer within {} s; the call was cancelled", .0.as_secs())]
+    Timeout(Duration),
+    /// The server stopped during the call.
+    #[error("stopped during the call ({0}); it is started again for the next call")]
+    Crashed(String),
+    /// The server answered with a JSON-RPC error.
+    #[error("refused the call: {message} (code {code})")]
+    Refused {
+        /// The JSON-RPC error code.
+        code: i32,
+        /// Its message.
+        message: String,
+    },
+    /// The server asks the user to sign in (HTTP 401 with its challenge).
+    #[error("asks to sign in")]
+    AuthRequired(String),
+    /// An answer the app cannot use yet (a task, a request for input).
+    #[error("answered in a way the app does not support: {0}")]
+    Unsupported(String),
+}
+
+/// How a server stands, for the settings page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Not started (it starts when first needed).
+    Idle,
+    /// Starting now.
+    Starting,
+    /// Running.
+    Running,
+    /// Failed; started again when next needed, after the pause.
+    Failed,
+}
+
+/// A server's state as the settings page shows it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ServerStatus {
+    /// Where it stands.
+    pub phase: Phase,
+    /// The last failure, if it failed.
+    pub error: Option<String>,
+    /// How many times it was started.
+    pub starts: u32,
+    /// The server's name and version, as it gave them.
+    pub server_info: Option<String>,
+}
+
+struct Live {
+    service: RunningService<RoleClient, Handler>,
+    started: Instant,
+    /// Failures in a row before this start.
+    failures: u32,
+}
+
+impl Live {
+    /// Failures in a row if this connection ended now: none if it ran long enough.
+    fn failures_if_ended(&self) -> u32 {
+        if self.started.elapsed() < HEALTHY_AFTER {
+            self.failures + 1
+        } else {
+            0
+        }
+    }
+}
+
+enum State {
+    Idle,
+    Live(Arc<Live>),
+    Failed {
+        error: String,
+        next_try: Instant,
+        failures: u32,
+    },
+}
+
+/// One server, connected on demand.
+pub struct Connection {
+    resolved: Resolved,
+    events: broadcast::Sender<HubEvent>,
+    routes: ProgressRoutes,
+    tools: Arc<Mutex<Vec<ToolInfo>>>,
+    stderr: Arc<Mutex<StderrLog>>,
+    state: tokio::sync::Mutex<State>,
+    status: Mutex<ServerStatus>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("server", &self.resolved.config.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connection {
+    /// A connection to `resolved`, not started; `known_tools` are the tools it listed before
+    /// (kept by the app), offered until it is started and lists them again.
+    pub fn new(
+        resolved: Resolved,
+        known_tools: Vec<ToolInfo>,
+        events: broadcast::Sender<HubEvent>,
+    ) -> Connection {
+        Connection {
+            resolved,
+            events,
+            routes: ProgressRoutes::default(),
+            tools: Arc::new(Mutex::new(known_tools)),
+            stderr: Arc::new(Mutex::new(StderrLog::default())),
+            state: tokio::sync::Mutex::new(State::Idle),
+            status: Mutex::new(ServerStatus {
+                phase: Phase::Idle,
+                error: None,
+                starts: 0,
+                server_info: None,
+            }),
+        }
+    }
+
+    /// Its configuration and secrets.
+    pub fn resolved(&self) -> &Resolved {
+        &self.resolved
+    }
+
+    /// The tools it listed last.
+    pub fn tools(&self) -> Vec<ToolInfo> {
+        self.tools
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Where it stands now.
+    pub fn status(&self) -> ServerStatus {
+        self.status
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// What it wrote to stderr lately (stdio servers).
+    pub fn stderr(&self) -> String {
+        self.stderr
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .text()
+    }
+
+    /// Starts the server if it is not running (or was stopped), and lists its tools.
+    pub async fn start(&self) -> Result<(), CallError> {
+        self.live().await.map(|_| ())
+    }
+
+    /// Stops the server if it runs; the next call starts it again.
+    pub async fn stop(&self) {
+        let mut state = self.state.lock().await;
+        if let State::Live(live) = std::mem::replace(&mut *state, State::Idle) {
+            live.service.cancellation_token().cancel();
+        }
+        self.set_status(|s| s.phase = Phase::Idle);
+    }
+
+    /// Calls `tool` with `args` for the engine's call `call_id`.
+    pub async fn call(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        call_id: &str,
+    ) -> Result<CallToolResult, CallError> {
+        let live = self.live().await?;
+        let timeout = Duration::from_secs(u64::from(self.resolved.config.timeout_secs));
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        params.arguments = Some(args);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        // Progress keeps a long call alive, up to ten timeouts in all.
+        let options = PeerRequestOptions::with_timeout(timeout)
+            .reset_timeout_on_progress()
+            .with_max_total_timeout(timeout * 10);
+        let peer = live.service.peer().clone();
+        let handle = match peer.send_request_with_option(request, options).await {
+            Ok(handle) => handle,
+            Err(e) => return Err(self.failed_during_call(&live, e).await),
+        };
+        let key = token_key(&handle.progress_token);
+        self.routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key.clone(), call_id.to_owned());
+        let mut guard = CancelOnDrop {
+            peer,
+            id: Some(handle.id.clone()),
+            routes: self.routes.clone(),
+            key,
+        };
+        let answer = handle.await_response().await;
+        guard.id = None;
+        drop(guard);
+        match answer {
+            Ok(ServerResult::CallToolResult(result)) => Ok(result),
+            Ok(ServerResult::InputRequiredResult(_)) => Err(CallError::Unsupported(
+                "it asked for more input during the call".to_owned(),
+            )),
+            Ok(ServerResult::CreateTaskResult(_)) => Err(CallError::Unsupported(
+                "it answered with a task to poll".to_owned(),
+            )),
+            Ok(_) => Err(CallError::Unsupported(
+                "an answer of another kind".to_owned(),
+            )),
+            Err(e) => Err(self.failed_during_call(&live, e).await),
+        }
+    }
+
+    /// Classifies a failed call, and forgets a connection that is gone.
+    async fn failed_during_call(&self, live: &Arc<Live>, error: ServiceError) -> CallError {
+        if let Some(challenge) = error.auth_challenge() {
+            return CallError::AuthRequired(challenge.to_owned());
+        }
+        match error {
+            ServiceError::McpError(e) => CallError::Refused {
+                code: e.code.0,
+                message: e.message.to_string(),
+            },
+            ServiceError::Timeout { timeout } => CallError::Timeout(timeout),
+            other => {
+                let why = match self.stderr_tail() {
+                    Some(line) => format!("{other}; its last words: {line}"),
+                    None => other.to_string(),
+                };
+                let mut state = self.state.lock().await;
+                if matches!(&*state, State::Live(l) if Arc::ptr_eq(l, live)) {
+                    // One crash is restarted at once for the next call; crashes in a row
+                    // wait longer each time.
+                    let failures = live.failures_if_ended();
+                    *state = State::Failed {
+                        error: why.clone(),
+                        next_try: Instant::now() + backoff(failures.saturating_sub(1)),
+                        failures,
+                    };
+                    self.set_status(|s| {
+                        s.phase = Phase::Failed;
+                        s.error = Some(why.clone());
+                    });
+                }
+                CallError::Crashed(why)
+            }
+        }
+    }
+
+    fn stderr_tail(&self) -> Option<String> {
+        self.stderr
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .last_line()
+    }
+
+    /// The running connection, started now if needed.
+    async fn live(&self) -> Result<Arc<Live>, CallError> {
+        let mut state = self.state.lock().await;
+        let failures = match &*state {
+            State::Live(live) if !live.service.is_closed() => return Ok(live.clone()),
+            // It died between calls: count it like a failed call.
+            State::Live(live) => live.failures_if_ended(),
+            State::Idle => 0,
+            State::Failed {
+                error,
+                next_try,
+                failures,
+            } => {
+                let now = Instant::now();
+                if *next_try > now {
+                    return Err(CallError::Waiting {
+                        error: error.clone(),
+                        retry_in: *next_try - now,
+                    });
+                }
+                *failures
+            }
+        };
+        self.set_status(|s| {
+            s.phase = Phase::Starting;
+            s.starts += 1;
+        });
+        match tokio::time::timeout(START_TIMEOUT, self.connect(failures)).await {
+            Ok(Ok(live)) => {
+                let live = Arc::new(live);
+                *state = State::Live(live.clone());
+                let info = live.service.peer().peer_info().and_then(|i| {
+                    i.server_info
+                        .as_ref()
+                        .map(|si| format!("{} {}", si.name, si.version))
+                });
+                self.set_status(|s| {
+                    s.phase = Phase::Running;
+                    s.error = None;
+                    s.server_info = info;
+                });
+                let _ = self.events.send(HubEvent::ToolsChanged {
+                    server_id: self.resolved.config.id.clone(),
+                });
+                Ok(live)
+            }
+            outcome => {
+                let error = match outcome {
+                    Ok(Err(e)) => e,
+                    _ => format!("no answer within {} s", START_TIMEOUT.as_secs()),
+                };
+                let error = match self.stderr_tail() {
+                    Some(line) if !error.contains(&line) => {
+                        format!("{error}; its last words: {line}")
+                    }
+                    _ => error,
+                };
+                let failures = failures + 1;
+                *state = State::Failed {
+                    error: error.clone(),
+                    next_try: Instant::now() + backoff(failures),
+                    failures,
+                };
+                self.set_status(|s| {
+                    s.phase = Phase::Failed;
+                    s.error = Some(error.clone());
+                });
+                Err(CallError::Start(error))
+            }
+        }
+    }
+
+    /// Starts the server, shakes hands and lists its tools.
+    async fn connect(&self, failures: u32) -> Result<Live, String> {
+        let handler = Handler {
+            server_id: self.resolved.config.id.clone(),
+            routes: self.routes.clone(),
+            events: self.events.clone(),
+            tools: self.tools.clone(),
+        };
+        let service = match &self.resolved.config.transport {
+            TransportConfig::Stdio {
+                command, args, cwd, ..
+            } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args).envs(&self.resolved.env).kill_on_drop(true);
+                if let Some(dir) = cwd.as_deref().filter(|d| !d.is_empty()) {
+                    cmd.current_dir(dir);
+                }
+                let (transport, stderr) = TokioChildProcess::builder(cmd)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .map_err(|e| format!("cannot run {command}: {e}"))?;
+                if let Some(stderr) = stderr {
+                    let log = self.stderr.clone();
+                    tokio::spawn(async move {
+                        let mut lines = tokio::io::BufReader::new(stderr).lines();
+                        while let Ok(Some(line)) = lines.next_line().await {
+                            log.lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .push(&line);
+                        }
+                    });
+                }
+                handler.serve(transport).await.map_err(|e| e.to_string())?
+            }
+            TransportConfig::Http { url, .. } => {
+                let transport = http_transport(url, &self.resolved.headers)?;
+                match handler.serve(transport).await {
+                    Ok(service) => service,
+                    Err(e) => {
+                        if let Some(challenge) = e.auth_challenge() {
+                            return Err(format!("the server asks to sign in ({challenge})"));
+                        }
+                        return Err(e.to_string());
+                    }
+                }
+            }
+        };
+        let tools = service
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|e| format!("tools/list failed: {e}"))?;
+        *self.tools.lock().unwrap_or_else(PoisonError::into_inner) =
+            tools.iter().map(ToolInfo::from_mcp).collect();
+        Ok(Live {
+            service,
+            started: Instant::now(),
+            failures,
+        })
+    }
+
+    fn set_status(&self, change: impl FnOnce(&mut ServerStatus)) {
+        change(&mut self.status.lock().unwrap_or_else(PoisonError::into_inner));
+        let _ = self.events.send(HubEvent::Status {
+            server_id: self.resolved.config.id.clone(),
+        });
+    }
+}
+
+/// The pause before start number `failures + 1` of a failing server.
+pub(crate) fn backoff(failures: u32) -> Duration {
+    if failures == 0 {
+        return Duration::ZERO;
+    }
+    let secs = 1u64 << (failures - 1).min(6);
+    Duration::from_secs(secs).min(MAX_BACKOFF)
+}
+
+fn http_transport(
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
+    use reqwest::header::{HeaderName, HeaderValue};
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    // Headers may carry credentials: they must not follow a redirect to another server.
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+        .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
+    let mut custom = HashMap::new();
+    for (name, value) in headers {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("{name:?} is not a valid header name"))?;
+        let mut value = HeaderValue::from_str(value)
+            .map_err(|_| format!("the value of header {name} is not valid in a header"))?;
+        value.set_sensitive(true);
+        custom.insert(name, value);
+    }
+    let config =
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+            url.to_owned(),
+        )
+        .custom_headers(custom);
+    Ok(StreamableHttpClientTransport::with_client(client, config))
+}
+
+/// Tells the server to stop a call that was dropped before its answer (a turn the user
+/// stopped), and forgets the call's progress route either way.
+struct CancelOnDrop {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+    routes: ProgressRoutes,
+    key: String,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.key);
+        if let Some(id) = self.id.take() {
+            let peer = self.peer.clone();
+            // Drop cannot wait: the notice goes from a task of its own. Outside a runtime
+            // (only at shutdown) there is nobody to tell.
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(async move {
+                    let _ = peer
+                        .notify_cancelled(CancelledNotificationParam::new(
+                            Some(id),
+                            Some("cancelled by the user".to_owned()),
+                        ))
+                        .await;
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failing_server_waits_longer_each_time_up_to_a_minute() {
+        let pauses: Vec<u64> = (0..10).map(|n| backoff(n).as_secs()).collect();
+        assert_eq!(pauses, [0, 1, 2, 4, 8, 16, 32, 60, 60, 60]);
+    }
+}

@@ -1,0 +1,29 @@
+//! Model Context Protocol servers as the engine's tools, through the official Rust SDK (`rmcp`).
+//!
+//! Terms: a *server* is one MCP server the user configured ([`ServerConfig`]): a local program
+//! spoken to over stdio, or a remote endpoint over Streamable HTTP. Its *connection*
+//! ([`Connection`]) starts it when a tool of it is first needed, keeps its stderr, and starts it
+//! again after a crash with a growing pause. The *hub* ([`Hub`]) holds every server and gives the
+//! agent their tools ([`McpTool`]), each named `mcp__<server>__<tool>` ([`naming`]). Every call
+//! goes through the engine's approval gate like a built-in tool: what counts as a read is
+//! decided by the user, never by the server alone ([`gate`]).
+//!
+//! Imports: the engine's vocabulary (`agent`) and `rmcp`; nothing of the app, Feishu, SQLite or
+//! Tauri. Secrets come in resolved ([`Resolved`]); where they are kept is the app's business.
+
+pub mod config;
+pub mod connection;
+pub mod gate;
+mod handler;
+pub mod hub;
+pub mod import;
+pub mod naming;
+pub mod outcome;
+mod stderr;
+pub mod tool;
+
+pub use config::{Resolved, SecretKind, ServerConfig, TransportConfig};
+pub use connection::{CallError, Connection, Phase, ServerStatus};
+pub use gate::ToolInfo;
+pub use hub::{Hub, HubEvent};
+pub use tool::McpTool;
