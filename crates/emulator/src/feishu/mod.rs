@@ -14,6 +14,9 @@
 //! admin's approval. Both device-code flows share one pace (`polling.rs`: interval, `slow_down`,
 //! expiry), which tests shorten with [`FeishuEmulator::set_device_timing`].
 //!
+//! [`hosted_mcp`] is Feishu's hosted MCP server (`mcp.feishu.cn/mcp`) at `/mcp`: the document
+//! tools lark-cli calls, over the same documents as the Open API.
+//!
 //! Two brands: every route is served as it is for Feishu's hosts (`open.feishu.cn`,
 //! `accounts.feishu.cn`) and again under `/lark` for Lark's (`open.larksuite.com`,
 //! `accounts.larksuite.com`), over the same tenant. Where the brand matters (a Lark tenant's
@@ -28,6 +31,7 @@ pub mod console;
 mod datetime;
 pub mod device;
 pub mod faults;
+pub mod hosted_mcp;
 pub mod longconn;
 pub mod oauth;
 mod page;
@@ -280,6 +284,7 @@ impl FeishuEmulator {
         let routes = Router::new()
             .merge(oauth::routes())
             .merge(api::routes(shared.clone()))
+            .merge(hosted_mcp::routes(shared.clone()))
             .route("/_emulator/requests", get(request_log))
             .route(
                 "/_emulator/faults",
@@ -322,6 +327,12 @@ impl FeishuEmulator {
     /// brand; the Lark brand's are the same with `/lark` appended.
     pub fn base_url(&self) -> String {
         format!("http://{}", self.address)
+    }
+
+    /// `http://127.0.0.1:<port>/mcp`: the stand-in for Feishu's hosted MCP server
+    /// (`https://mcp.feishu.cn/mcp`); Lark's is `/lark/mcp`. See [`hosted_mcp`].
+    pub fn mcp_url(&self) -> String {
+        format!("{}{}", self.base_url(), hosted_mcp::PATH)
     }
 
     /// The bound address.

@@ -319,12 +319,12 @@ fn render_elements(body: &Value) -> String {
     out
 }
 
-/// A document as `docs/v1/content` renders it: the title as a heading, then each block,
-/// separated by blank lines.
-fn render_markdown(document: &Document) -> String {
-    let mut parts = vec![format!("# {}", document.title)];
+/// Each block a document's Markdown shows, with its index in `blocks`: blocks of types the
+/// emulator does not render are left out.
+pub(crate) fn rendered_blocks(blocks: &[Block]) -> Vec<(usize, String)> {
+    let mut rendered = Vec::new();
     let mut number = 0;
-    for block in &document.blocks {
+    for (index, block) in blocks.iter().enumerate() {
         if block_key(block.block_type).is_none() {
             continue;
         }
@@ -333,7 +333,7 @@ fn render_markdown(document: &Document) -> String {
             number = 0;
         }
         let text = render_elements(body);
-        parts.push(match block.block_type {
+        let markdown = match block.block_type {
             3..=11 => format!(
                 "{} {text}",
                 "#".repeat(usize::try_from(block.block_type - 2).unwrap_or(1))
@@ -354,8 +354,21 @@ fn render_markdown(document: &Document) -> String {
             }
             22 => "---".to_owned(),
             _ => text,
-        });
+        };
+        rendered.push((index, markdown));
     }
+    rendered
+}
+
+/// A document as `docs/v1/content` renders it: the title as a heading, then each block,
+/// separated by blank lines.
+fn render_markdown(document: &Document) -> String {
+    let mut parts = vec![format!("# {}", document.title)];
+    parts.extend(
+        rendered_blocks(&document.blocks)
+            .into_iter()
+            .map(|(_, md)| md),
+    );
     parts.join("\n\n")
 }
 
@@ -613,20 +626,39 @@ pub(crate) async fn create(
     let mut state = shared.lock();
     let now = state.api.now_ms() / 1000;
     let tenant = &mut state.api.tenant;
-    let folder = match body["folder_token"].as_str().filter(|f| !f.is_empty()) {
-        None => tenant.root_folder.clone(),
+    let folder = resolve_folder(tenant, body["folder_token"].as_str())?;
+    let document_id = add_document(tenant, &title, Some(folder), now);
+    ok(json!({"document": {"document_id": document_id, "revision_id": 1, "title": title}}))
+}
+
+/// The folder a new document goes to: `folder` if it exists (1770039 otherwise), else the
+/// drive's root.
+pub(crate) fn resolve_folder(tenant: &Tenant, folder: Option<&str>) -> Result<String, ApiError> {
+    match folder.filter(|f| !f.is_empty()) {
+        None => Ok(tenant.root_folder.clone()),
         Some(folder) => {
             let exists = *folder == tenant.root_folder
                 || tenant
                     .files
                     .iter()
                     .any(|f| f.token == folder && f.kind == "folder");
-            if !exists {
-                return Err(ApiError::new(400, 1770039, "folder not found"));
+            if exists {
+                Ok(folder.to_owned())
+            } else {
+                Err(ApiError::new(400, 1770039, "folder not found"))
             }
-            folder.to_owned()
         }
-    };
+    }
+}
+
+/// Adds an empty document owned by the signed-in user and answers its id; with a folder it is
+/// also a file in the drive (a wiki page is not).
+pub(crate) fn add_document(
+    tenant: &mut Tenant,
+    title: &str,
+    folder: Option<String>,
+    now: i64,
+) -> String {
     let owner = tenant
         .people
         .first()
@@ -635,29 +667,31 @@ pub(crate) async fn create(
     let document_id = random_token("", 27);
     tenant.documents.push(Document {
         document_id: document_id.clone(),
-        title: title.clone(),
+        title: title.to_owned(),
         blocks: Vec::new(),
         revision_id: 1,
         owner: owner.clone(),
         created_at: now,
         updated_at: now,
-        folder_token: folder.clone(),
+        folder_token: folder.clone().unwrap_or_default(),
         via_api: true,
     });
-    tenant.files.push(DriveFile {
-        token: document_id.clone(),
-        name: if title.is_empty() {
-            "未命名文档".to_owned()
-        } else {
-            title.clone()
-        },
-        kind: "docx".to_owned(),
-        parent_token: folder,
-        created_at: now,
-        modified_at: now,
-        owner,
-    });
-    ok(json!({"document": {"document_id": document_id, "revision_id": 1, "title": title}}))
+    if let Some(folder) = folder {
+        tenant.files.push(DriveFile {
+            token: document_id.clone(),
+            name: if title.is_empty() {
+                "未命名文档".to_owned()
+            } else {
+                title.to_owned()
+            },
+            kind: "docx".to_owned(),
+            parent_token: folder,
+            created_at: now,
+            modified_at: now,
+            owner,
+        });
+    }
+    document_id
 }
 
 /// `GET /docx/v1/documents/:document_id`: the title and revision.

@@ -94,6 +94,21 @@ impl ApiError {
         }))
     }
 
+    /// The Feishu `code`.
+    pub(crate) fn code(&self) -> i64 {
+        self.0.code
+    }
+
+    /// The `msg`.
+    pub(crate) fn msg(&self) -> &str {
+        &self.0.msg
+    }
+
+    /// The `error` object (log id, permission violations), if any.
+    pub(crate) fn detail(&self) -> Option<&Value> {
+        self.0.error.as_ref()
+    }
+
     fn with_error(mut self, error: Value) -> ApiError {
         self.0.error = Some(error);
         self
@@ -431,18 +446,9 @@ async fn admit(
     if let Some(tenant) = state.bot.tenant_tokens.get(&token).cloned() {
         return admit_bot(&mut state, method, route, tenant);
     }
-    let Some(access) = state.oauth.access_tokens.get(&token).cloned() else {
-        return Err(ApiError::new(
-            401,
-            99991668,
-            "Invalid access token for authorization. Please make a request with token attached.",
-        ));
-    };
-    if access.expires_at <= now_millis() {
-        return Err(ApiError::new(401, 99991677, "token expired"));
-    }
+    let access = user_access(&state, &token)?;
     if let Some(endpoint) = endpoint {
-        check_scopes(&state, endpoint, query, &access)?;
+        check_scopes(&state, &required_groups(&state, endpoint, query), &access)?;
     }
     state
         .api
@@ -453,6 +459,54 @@ async fn admit(
         app_id: access.app_id,
         bot: false,
     })
+}
+
+/// The live user access token `token` (99991668 unknown, 99991677 expired). Feishu's hosted MCP
+/// server checks the `X-Lark-MCP-UAT` header with it too.
+pub(crate) fn user_access(state: &EmulatorState, token: &str) -> Result<AccessToken, ApiError> {
+    let Some(access) = state.oauth.access_tokens.get(token).cloned() else {
+        return Err(ApiError::new(
+            401,
+            99991668,
+            "Invalid access token for authorization. Please make a request with token attached.",
+        ));
+    };
+    if access.expires_at <= now_millis() {
+        return Err(ApiError::new(401, 99991677, "token expired"));
+    }
+    Ok(access)
+}
+
+/// The app of the live tenant access token `token` (99991663 otherwise).
+pub(crate) fn tenant_access(state: &EmulatorState, token: &str) -> Result<String, ApiError> {
+    match state.bot.tenant_tokens.get(token) {
+        Some(tenant) if tenant.expires_at > now_millis() => Ok(tenant.app_id.clone()),
+        _ => Err(ApiError::new(
+            400,
+            99991663,
+            "Invalid access token for authorization. Please make a request with token attached.",
+        )),
+    }
+}
+
+/// 99991672 unless the app enabled one scope of each of `groups`: what a tenant token needs.
+pub(crate) fn check_app_scopes(
+    state: &EmulatorState,
+    app_id: &str,
+    groups: &[ScopeGroup],
+) -> Result<(), ApiError> {
+    let enabled = state
+        .apps
+        .get(app_id)
+        .map(|a| a.enabled_scopes.as_slice())
+        .unwrap_or_default();
+    match groups
+        .iter()
+        .find(|group| !group.iter().any(|s| enabled.iter().any(|e| e == s)))
+    {
+        Some(missing) => Err(app_scope_missing(app_id, missing)),
+        None => Ok(()),
+    }
 }
 
 /// A tenant access token: only the bot's endpoints take it, with the scopes the app enabled.
@@ -476,18 +530,7 @@ fn admit_bot(
             "Invalid access token for authorization. tenant access token not support",
         ));
     };
-    let enabled = state
-        .apps
-        .get(&tenant.app_id)
-        .map(|a| a.enabled_scopes.clone())
-        .unwrap_or_default();
-    if let Some(missing) = endpoint
-        .scopes
-        .iter()
-        .find(|group| !group.iter().any(|s| enabled.iter().any(|e| e == s)))
-    {
-        return Err(app_scope_missing(&tenant.app_id, missing));
-    }
+    check_app_scopes(state, &tenant.app_id, endpoint.scopes)?;
     state
         .api
         .faults
@@ -527,10 +570,11 @@ fn required_groups(
     groups
 }
 
-fn check_scopes(
+/// 99991679 (or 99991672, when the app never enabled it) unless `access` holds one scope of
+/// each of `groups`.
+pub(crate) fn check_scopes(
     state: &EmulatorState,
-    endpoint: &Endpoint,
-    query: &HashMap<String, String>,
+    groups: &[ScopeGroup],
     access: &AccessToken,
 ) -> Result<(), ApiError> {
     let holds = |scopes: &[String], group: ScopeGroup| {
@@ -539,10 +583,7 @@ fn check_scopes(
     // Feishu's gateway stops at the first requirement a token fails and names every scope that
     // would satisfy it ("required one of these privileges"), not one preferred scope: the
     // client must pick among them.
-    let Some(missing) = required_groups(state, endpoint, query)
-        .into_iter()
-        .find(|group| !holds(&access.scopes, group))
-    else {
+    let Some(&missing) = groups.iter().find(|group| !holds(&access.scopes, group)) else {
         return Ok(());
     };
     let log_id = new_logid();
@@ -612,7 +653,7 @@ fn violations(group: ScopeGroup, kind: &str) -> Value {
 }
 
 /// A log id in Feishu's shape: a timestamp and hex digits.
-fn new_logid() -> String {
+pub(crate) fn new_logid() -> String {
     format!(
         "{}{}",
         now_millis(),

@@ -138,9 +138,12 @@ pub const GROUP_MSG_AS_USER: ScopeGroup = &["im:message.group_msg:get_as_user"];
 pub const P2P_MSG_AS_USER: ScopeGroup = &["im:message.p2p_msg:get_as_user"];
 const DOC_SEARCH_READ: ScopeGroup = &["search:docs:read"];
 const DOC_CONTENT_READ: ScopeGroup = &["docs:document.content:read"];
-const DOCX_READ: ScopeGroup = &["docx:document:readonly", "docx:document"];
-const DOCX_CREATE: ScopeGroup = &["docx:document", "docx:document:create"];
-const DOCX_WRITE: ScopeGroup = &["docx:document", "docx:document:write_only"];
+/// Reading a docx document (also the hosted MCP server's `fetch-doc` and `locate-doc`).
+pub const DOCX_READ: ScopeGroup = &["docx:document:readonly", "docx:document"];
+/// Creating a docx document (also `create-doc`).
+pub const DOCX_CREATE: ScopeGroup = &["docx:document", "docx:document:create"];
+/// Changing a docx document's blocks (also `update-doc`, which reads it too).
+pub const DOCX_WRITE: ScopeGroup = &["docx:document", "docx:document:write_only"];
 const DOCX_CONVERT: ScopeGroup = &["docx:document.block:convert"];
 const WIKI_READ: ScopeGroup = &["wiki:node:read", "wiki:wiki", "wiki:wiki:readonly"];
 const TASK_READ: ScopeGroup = &["task:task:read", "task:task:write"];
