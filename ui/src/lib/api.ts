@@ -23,6 +23,10 @@ import type { DataView } from './bindings/DataView';
 import type { DecisionInput } from './bindings/DecisionInput';
 import type { EditCheckView } from './bindings/EditCheckView';
 import type { ExportFormat } from './bindings/ExportFormat';
+import type { McpImportSourceView } from './bindings/McpImportSourceView';
+import type { McpImportView } from './bindings/McpImportView';
+import type { McpServerInput } from './bindings/McpServerInput';
+import type { McpServerView } from './bindings/McpServerView';
 import type { ModelListView } from './bindings/ModelListView';
 import type { ForgetSecretsResult } from './bindings/ForgetSecretsResult';
 import type { RuleView } from './bindings/RuleView';
@@ -134,6 +138,20 @@ export const api = {
   runPythonTool: (file: string, tool: string, args: string, approved: boolean) =>
     invoke<PythonRunView>('run_python_tool', { file, tool, args, approved }),
   tryPythonCallback: (file: string, kind: string) => invoke<CallbackTryView>('try_python_callback', { file, kind }),
+  // Settings → Tools · MCP servers.
+  mcpServers: () => invoke<McpServerView[]>('mcp_servers'),
+  /** `input.id` null adds a server; every secret goes in order, `value: null` keeps the stored one. */
+  saveMcpServer: (input: McpServerInput) => invoke<McpServerView>('save_mcp_server', { input }),
+  removeMcpServer: (id: string) => invoke<null>('remove_mcp_server', { id }),
+  /** Adds the servers of an `mcpServers` configuration (the text of the file). */
+  importMcpServers: (config: string) => invoke<McpImportView>('import_mcp_servers', { config }),
+  importMcpFile: (path: string) => invoke<McpImportView>('import_mcp_file', { path }),
+  /** Other apps' MCP configuration files found on this machine. */
+  mcpImportSources: () => invoke<McpImportSourceView[]>('mcp_import_sources'),
+  /** Starts the server now and lists its tools; a failure shows in the view's phase and error. */
+  restartMcpServer: (id: string) => invoke<McpServerView>('restart_mcp_server', { id }),
+  mcpServerLog: (id: string) => invoke<string>('mcp_server_log', { id }),
+  setMcpToolRead: (id: string, tool: string, read: boolean) => invoke<McpServerView>('set_mcp_tool_read', { id, tool, read }),
 
   onEvent: (handler: (ev: UiEventView) => void): Promise<UnlistenFn> =>
     listen<UiEventView>('companion://event', (e) => handler(e.payload)),

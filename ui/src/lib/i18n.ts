@@ -10,6 +10,7 @@ import * as sections from './i18n/sections';
 import { en as assistantEn, zh as assistantZh } from './i18n/assistant';
 import * as remote from './i18n/remote';
 import * as connect from './i18n/connect';
+import * as mcp from './i18n/mcp';
 
 export type Lang = 'zh' | 'en';
 
@@ -20,6 +21,7 @@ export const en = {
   ...assistantEn,
   ...remote.en,
   ...connect.en,
+  ...mcp.en,
   app_name: 'Feishu Companion',
   new_conversation: 'New conversation',
   untitled: 'New conversation',
@@ -272,6 +274,7 @@ export const zh: Record<Key, string> = {
   ...assistantZh,
   ...remote.zh,
   ...connect.zh,
+  ...mcp.zh,
   app_name: '飞书助手',
   new_conversation: '新对话',
   untitled: '新对话',

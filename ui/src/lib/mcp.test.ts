@@ -1,0 +1,193 @@
+import { describe, expect, it } from 'vitest';
+import type { McpServerView } from './bindings/McpServerView';
+import type { McpToolView } from './bindings/McpToolView';
+import {
+  applyProgress,
+  emptyForm,
+  formFromServer,
+  formToInput,
+  inputFromServer,
+  parseArgs,
+  phaseChip,
+  progressPercent,
+  secretState,
+  toolApproval,
+  validateForm,
+  type ProgressMap,
+} from './mcp';
+
+const server: McpServerView = {
+  builtin: false,
+  id: 'files',
+  name: 'Files',
+  transport: 'stdio',
+  command: 'npx',
+  args: ['-y', '@modelcontextprotocol/server-filesystem', '/home/me'],
+  cwd: null,
+  url: '',
+  env: ['API_KEY', 'REGION'],
+  headers: [],
+  missing_values: ['REGION'],
+  enabled: true,
+  trusted: false,
+  timeout_secs: 90,
+  phase: 'running',
+  error: null,
+  starts: 1,
+  server_info: 'files 1.0',
+  tools: [],
+};
+
+const tool = (over: Partial<McpToolView> = {}): McpToolView => ({
+  name: 'read_file',
+  agent_name: 'mcp__files__read_file',
+  title: null,
+  description: '',
+  read_only_hint: null,
+  destructive_hint: null,
+  marked_read: false,
+  runs_without_approval: false,
+  ...over,
+});
+
+describe('the MCP server form', () => {
+  it('sends an untouched form of a saved server back as it was, every secret kept (value null)', () => {
+    const input = formToInput(formFromServer(server));
+    expect(input).toEqual({
+      id: 'files',
+      name: 'Files',
+      transport: 'stdio',
+      command: 'npx',
+      args: ['-y', '@modelcontextprotocol/server-filesystem', '/home/me'],
+      cwd: null,
+      url: '',
+      env: [
+        { name: 'API_KEY', value: null },
+        { name: 'REGION', value: null },
+      ],
+      headers: [],
+      enabled: true,
+      trusted: false,
+      timeout_secs: 90,
+    });
+  });
+
+  it('sends a typed value, drops a removed row and keeps the order', () => {
+    const f = formFromServer(server);
+    f.env = [f.env[1], { ...f.env[0], value: 'sk-new' }, { name: ' NEW_ONE ', value: 'x', stored: null }, { name: '', value: '', stored: null }];
+    expect(formToInput(f).env).toEqual([
+      { name: 'REGION', value: null },
+      { name: 'API_KEY', value: 'sk-new' },
+      { name: 'NEW_ONE', value: 'x' },
+    ]);
+  });
+
+  it('adds with id null, arguments one per line and no stray folder', () => {
+    const f = { ...emptyForm(), name: ' Files ', command: ' npx ', args: '-y\n\n  pkg@1  \r\n/home/me\n', cwd: '  ' };
+    const input = formToInput(f);
+    expect(input.id).toBeNull();
+    expect(input.name).toBe('Files');
+    expect(input.command).toBe('npx');
+    expect(input.args).toEqual(['-y', 'pkg@1', '/home/me']);
+    expect(input.cwd).toBeNull();
+    expect(input.timeout_secs).toBe(60);
+    expect(parseArgs('')).toEqual([]);
+  });
+
+  it('sends only the chosen transport’s secrets', () => {
+    const f = { ...emptyForm(), name: 'Remote', transport: 'http' as const, url: 'https://x.example/mcp' };
+    f.env = [{ name: 'LEFT_OVER', value: 'v', stored: null }];
+    f.headers = [{ name: 'Authorization', value: 'Bearer t', stored: null }];
+    const input = formToInput(f);
+    expect(input.env).toEqual([]);
+    expect(input.headers).toEqual([{ name: 'Authorization', value: 'Bearer t' }]);
+  });
+
+  it('changes one thing of a saved server and keeps every secret', () => {
+    const input = inputFromServer(server, { enabled: false });
+    expect(input.enabled).toBe(false);
+    expect(input.env.every((e) => e.value === null)).toBe(true);
+    expect(input.id).toBe('files');
+  });
+
+  it('says which secrets are stored, new or missing (a renamed row loses its stored value)', () => {
+    const [key, region] = formFromServer(server).env;
+    expect(secretState(key)).toBe('stored');
+    expect(secretState(region)).toBe('missing');
+    expect(secretState({ ...key, value: 'typed' })).toBe('new');
+    expect(secretState({ ...key, name: 'API_TOKEN' })).toBe('missing');
+  });
+
+  it('checks what the core would refuse', () => {
+    expect(validateForm({ ...emptyForm(), name: 'a', command: 'npx' })).toEqual({});
+    expect(validateForm(emptyForm())).toEqual({ name: 'mcp_err_name', command: 'mcp_err_command' });
+    const http = { ...emptyForm(), name: 'a', transport: 'http' as const, url: 'ftp://x' };
+    expect(validateForm(http)).toEqual({ url: 'mcp_err_url' });
+    expect(validateForm({ ...http, url: 'https://a b' }).url).toBe('mcp_err_url');
+    expect(validateForm({ ...http, url: 'https://x/mcp', headers: [{ name: 'Bad Header', value: '', stored: null }] }).headers).toBe('mcp_err_secret_name');
+    const ok = { ...emptyForm(), name: 'a', command: 'npx' };
+    expect(validateForm({ ...ok, timeout: '0' }).timeout).toBe('mcp_err_timeout');
+    expect(validateForm({ ...ok, timeout: '3601' }).timeout).toBe('mcp_err_timeout');
+    expect(validateForm({ ...ok, timeout: '1.5' }).timeout).toBe('mcp_err_timeout');
+    expect(validateForm({ ...ok, env: [{ name: '1ABC', value: '', stored: null }] }).env).toBe('mcp_err_secret_name');
+    expect(validateForm({ ...ok, env: [{ name: 'A', value: '', stored: null }, { name: 'A ', value: '', stored: null }] }).env).toBe('mcp_err_secret_twice');
+    expect(validateForm({ ...ok, env: [{ name: '', value: 'secret', stored: null }] }).env).toBe('mcp_err_secret_unnamed');
+    // The other transport's rows are not checked (they are not sent).
+    expect(validateForm({ ...http, url: 'https://x/mcp', env: [{ name: '1', value: '', stored: null }] })).toEqual({});
+  });
+});
+
+describe('a server and its tools', () => {
+  it('names each phase with its tone', () => {
+    expect(phaseChip('idle')).toEqual({ key: 'mcp_phase_idle', tone: 'grey' });
+    expect(phaseChip('starting')).toEqual({ key: 'mcp_phase_starting', tone: 'blue' });
+    expect(phaseChip('running')).toEqual({ key: 'mcp_phase_running', tone: 'green' });
+    expect(phaseChip('failed')).toEqual({ key: 'mcp_phase_failed', tone: 'red' });
+    expect(phaseChip('something new')).toEqual({ key: 'mcp_phase_idle', tone: 'grey' });
+  });
+
+  it('says why a tool runs without approval', () => {
+    const mine = { trusted: false, builtin: false };
+    const trusted = { trusted: true, builtin: false };
+    expect(toolApproval(trusted, tool({ read_only_hint: true, runs_without_approval: true }))).toBe('server');
+    // An untrusted server's word is not taken.
+    expect(toolApproval(mine, tool({ read_only_hint: true }))).toBe('held');
+    expect(toolApproval(mine, tool({ marked_read: true, runs_without_approval: true }))).toBe('user');
+    expect(toolApproval(trusted, tool({ read_only_hint: false }))).toBe('held');
+    // The built-in server: the app decides, for reads and writes alike.
+    expect(toolApproval({ trusted: false, builtin: true }, tool({ runs_without_approval: true }))).toBe('app');
+    expect(toolApproval({ trusted: false, builtin: true }, tool())).toBe('app');
+  });
+});
+
+describe('progress of running MCP calls', () => {
+  const progress = (call_id: string, p: number, total: number | null, message: string | null = null) =>
+    ({ type: 'mcp_progress', call_id, progress: p, total, message }) as const;
+
+  it('keeps the latest report per call', () => {
+    let m: ProgressMap = {};
+    m = applyProgress(m, progress('c1', 1, 4, 'Reading'));
+    m = applyProgress(m, progress('c2', 7, null));
+    m = applyProgress(m, progress('c1', 3, 4, 'Writing'));
+    expect(m).toEqual({ c1: { progress: 3, total: 4, message: 'Writing' }, c2: { progress: 7, total: null, message: null } });
+  });
+
+  it('forgets a call once it is over, and only then', () => {
+    const m: ProgressMap = { c1: { progress: 1, total: 2, message: null }, c2: { progress: 1, total: null, message: null } };
+    const call = (status: string) => ({ type: 'call', call: { call_id: 'c1', status } }) as never;
+    expect(applyProgress(m, call('dispatching'))).toBe(m);
+    expect(Object.keys(applyProgress(m, call('done')))).toEqual(['c2']);
+    const items = (result: unknown) =>
+      ({ type: 'items', session_id: 's', invocation_id: 'i', items: [{ kind: 'tool', call_id: 'c2', at: 0, tool: 't', title: { zh: '', en: '' }, args: {}, result }] }) as never;
+    expect(applyProgress(m, items(null))).toBe(m);
+    expect(Object.keys(applyProgress(m, items({ is_error: false, text: 'ok' })))).toEqual(['c1']);
+    expect(applyProgress(m, { type: 'mcp_servers' })).toBe(m);
+  });
+
+  it('gives a share only when the total is known', () => {
+    expect(progressPercent({ progress: 1, total: 4, message: null })).toBe(25);
+    expect(progressPercent({ progress: 9, total: 4, message: null })).toBe(100);
+    expect(progressPercent({ progress: 3, total: null, message: null })).toBeNull();
+    expect(progressPercent({ progress: 3, total: 0, message: null })).toBeNull();
+  });
+});

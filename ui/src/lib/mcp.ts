@@ -1,0 +1,225 @@
+// Settings → Tools · MCP servers, the pure part: the add/edit form and what it sends, the checks the
+// page makes before the core checks again, a server's state chip, why a tool runs without approval,
+// and the progress of running MCP calls as the call cards show it.
+import type { McpSecretInput } from './bindings/McpSecretInput';
+import type { McpServerInput } from './bindings/McpServerInput';
+import type { McpServerView } from './bindings/McpServerView';
+import type { McpToolView } from './bindings/McpToolView';
+import type { UiEventView } from './bindings/UiEventView';
+import type { Key } from './i18n';
+
+/** The core's default and bounds (crates/mcp/src/config.rs). */
+export const DEFAULT_TIMEOUT_SECS = 60;
+export const MAX_TIMEOUT_SECS = 3600;
+
+/**
+ * An environment variable or header as the form edits it. `value` is what the user typed (empty:
+ * nothing typed); `stored` is the name under which the core holds a value, if it holds one.
+ */
+export type SecretRow = { name: string; value: string; stored: string | null };
+
+export type McpForm = {
+  id: string | null;
+  name: string;
+  transport: 'stdio' | 'http';
+  command: string;
+  /** The arguments, one per line. */
+  args: string;
+  cwd: string;
+  url: string;
+  env: SecretRow[];
+  headers: SecretRow[];
+  enabled: boolean;
+  trusted: boolean;
+  timeout: string;
+};
+
+export function emptyForm(): McpForm {
+  return {
+    id: null,
+    name: '',
+    transport: 'stdio',
+    command: '',
+    args: '',
+    cwd: '',
+    url: '',
+    env: [],
+    headers: [],
+    enabled: true,
+    trusted: false,
+    timeout: String(DEFAULT_TIMEOUT_SECS),
+  };
+}
+
+const rowsOf = (names: string[], missing: string[]): SecretRow[] =>
+  names.map((name) => ({ name, value: '', stored: missing.includes(name) ? null : name }));
+
+/** A saved server as the edit form starts: every secret kept (nothing typed). */
+export function formFromServer(s: McpServerView): McpForm {
+  return {
+    id: s.id,
+    name: s.name,
+    transport: s.transport === 'http' ? 'http' : 'stdio',
+    command: s.command,
+    args: s.args.join('\n'),
+    cwd: s.cwd ?? '',
+    url: s.url,
+    env: rowsOf(s.env, s.missing_values),
+    headers: rowsOf(s.headers, s.missing_values),
+    enabled: s.enabled,
+    trusted: s.trusted,
+    timeout: String(s.timeout_secs),
+  };
+}
+
+/** One argument per line; blank lines dropped, each line's outer spaces too. */
+export function parseArgs(text: string): string[] {
+  return text
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
+}
+
+/** A row as sent: a typed value replaces the stored one; nothing typed keeps it (`null`). Rows
+ *  without a name are dropped (an empty row the user added and left). */
+function secretsOf(rows: SecretRow[]): McpSecretInput[] {
+  return rows
+    .filter((r) => r.name.trim() !== '')
+    .map((r) => ({ name: r.name.trim(), value: r.value === '' ? null : r.value }));
+}
+
+/** The form as `save_mcp_server` takes it. The other transport's fields go as they are
+ *  (the core keeps only the chosen one), its secrets not at all. */
+export function formToInput(f: McpForm): McpServerInput {
+  const stdio = f.transport === 'stdio';
+  return {
+    id: f.id,
+    name: f.name.trim(),
+    transport: f.transport,
+    command: f.command.trim(),
+    args: parseArgs(f.args),
+    cwd: f.cwd.trim() ? f.cwd.trim() : null,
+    url: f.url.trim(),
+    env: stdio ? secretsOf(f.env) : [],
+    headers: stdio ? [] : secretsOf(f.headers),
+    enabled: f.enabled,
+    trusted: f.trusted,
+    timeout_secs: Number(f.timeout.trim()),
+  };
+}
+
+/** A saved server sent back with one thing changed (the list's Enabled switch): every secret kept. */
+export function inputFromServer(s: McpServerView, patch: Partial<McpServerInput> = {}): McpServerInput {
+  return { ...formToInput(formFromServer(s)), ...patch };
+}
+
+export type McpFormErrors = Partial<Record<'name' | 'command' | 'url' | 'timeout' | 'env' | 'headers', Key>>;
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+\-.^_`|~]+$/;
+
+function rowsError(rows: SecretRow[], valid: RegExp): Key | undefined {
+  const named = rows.map((r) => r.name.trim()).filter((n) => n !== '');
+  if (named.some((n) => !valid.test(n))) return 'mcp_err_secret_name';
+  if (new Set(named).size !== named.length) return 'mcp_err_secret_twice';
+  if (rows.some((r) => r.name.trim() === '' && r.value !== '')) return 'mcp_err_secret_unnamed';
+  return undefined;
+}
+
+/** What the page checks before Save (the core checks again and may still refuse, with its words). */
+export function validateForm(f: McpForm): McpFormErrors {
+  const e: McpFormErrors = {};
+  if (!f.name.trim()) e.name = 'mcp_err_name';
+  if (f.transport === 'stdio') {
+    if (!f.command.trim()) e.command = 'mcp_err_command';
+    const env = rowsError(f.env, ENV_NAME);
+    if (env) e.env = env;
+  } else {
+    const url = f.url.trim();
+    if (!/^https?:\/\/\S+$/i.test(url)) e.url = 'mcp_err_url';
+    const headers = rowsError(f.headers, HEADER_NAME);
+    if (headers) e.headers = headers;
+  }
+  const t = f.timeout.trim();
+  if (!/^\d+$/.test(t) || Number(t) < 1 || Number(t) > MAX_TIMEOUT_SECS) e.timeout = 'mcp_err_timeout';
+  return e;
+}
+
+/** How a secret row reads: kept as stored, a new value typed, or no value at all. */
+export function secretState(r: SecretRow): 'stored' | 'new' | 'missing' {
+  if (r.value !== '') return 'new';
+  return r.stored !== null && r.stored === r.name.trim() ? 'stored' : 'missing';
+}
+
+export type Tone = 'grey' | 'blue' | 'green' | 'red';
+
+/** A server's state chip. */
+export function phaseChip(phase: string): { key: Key; tone: Tone } {
+  switch (phase) {
+    case 'starting':
+      return { key: 'mcp_phase_starting', tone: 'blue' };
+    case 'running':
+      return { key: 'mcp_phase_running', tone: 'green' };
+    case 'failed':
+      return { key: 'mcp_phase_failed', tone: 'red' };
+    default:
+      return { key: 'mcp_phase_idle', tone: 'grey' };
+  }
+}
+
+/**
+ * Why a tool runs without approval, or that it waits: `app` for the app's own built-in server (the
+ * app says which of its tools read; nothing to switch), `server` when the trusted server says it
+ * only reads (the user's switch cannot hold it then; trusting the server less can), `user` when
+ * the user marked it, `held` otherwise.
+ */
+export function toolApproval(
+  server: Pick<McpServerView, 'trusted' | 'builtin'>,
+  t: McpToolView,
+): 'app' | 'server' | 'user' | 'held' {
+  if (server.builtin) return 'app';
+  if (server.trusted && t.read_only_hint === true) return 'server';
+  if (t.marked_read || t.runs_without_approval) return 'user';
+  return 'held';
+}
+
+// ---- progress of running calls
+
+export type McpProgress = { progress: number; total: number | null; message: string | null };
+export type ProgressMap = Record<string, McpProgress>;
+
+/** The determinate share (0-100) of a progress report, or null when its total is not known. */
+export function progressPercent(p: McpProgress): number | null {
+  if (p.total == null || !(p.total > 0)) return null;
+  return Math.max(0, Math.min(100, (p.progress / p.total) * 100));
+}
+
+const without = (map: ProgressMap, ids: string[]): ProgressMap => {
+  if (!ids.some((id) => id in map)) return map;
+  const next = { ...map };
+  for (const id of ids) delete next[id];
+  return next;
+};
+
+/** A call no longer runs once it waits, is decided against, or is done. */
+const STILL_RUNNING = new Set(['approved', 'dispatching']);
+
+/**
+ * The progress the cards show after `ev`: a report is kept for its call until the call is over
+ * (its state leaves running, or its result arrives in the timeline).
+ */
+export function applyProgress(map: ProgressMap, ev: UiEventView): ProgressMap {
+  switch (ev.type) {
+    case 'mcp_progress':
+      return { ...map, [ev.call_id]: { progress: ev.progress, total: ev.total, message: ev.message } };
+    case 'call':
+      return STILL_RUNNING.has(ev.call.status) ? map : without(map, [ev.call.call_id]);
+    case 'items':
+      return without(
+        map,
+        ev.items.flatMap((it) => (it.kind === 'tool' && it.result ? [it.call_id] : [])),
+      );
+    default:
+      return map;
+  }
+}
