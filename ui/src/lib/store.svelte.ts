@@ -15,6 +15,7 @@ import type { Theme } from './bindings/Theme';
 import type { UiEventView } from './bindings/UiEventView';
 import type { ConnectState } from './connect';
 import { pick, resolveLang, translate, type Key, type Lang } from './i18n';
+import { applyProgress, type ProgressMap } from './mcp';
 import { addLocalUser, applyEvent, emptyTimeline, fromView, removeEntry, type TimelineState } from './timeline';
 
 export type View = 'chat' | 'inbox' | 'audit' | 'settings';
@@ -79,6 +80,10 @@ class Store {
   feishuAdvancedOpen = $state<boolean | null>(null);
   /** Calls retried after their app permission was applied for, that Feishu still refused (the card says so). */
   stillLacking = $state.raw<Set<string>>(new Set());
+  /** Running MCP calls' latest progress, by call id, until the call is over. */
+  mcpProgress = $state.raw<ProgressMap>({});
+  /** Counts the core's "MCP servers changed" events: Settings reads the servers again on each. */
+  mcpServersSeq = $state(0);
 
   lang: Lang = $derived(resolveLang(this.langSetting, this.navLang));
   theme: 'light' | 'dark' = $derived(
@@ -577,6 +582,7 @@ class Store {
   // ---- events
   onEvent(ev: UiEventView) {
     if (this.tl) this.tl = applyEvent(this.tl, ev);
+    this.mcpProgress = applyProgress(this.mcpProgress, ev);
     switch (ev.type) {
       case 'call': {
         const c = ev.call;
@@ -608,7 +614,13 @@ class Store {
         break;
       }
       case 'turn':
-        if (ev.status !== 'running') this.refreshSessionsSoon();
+        if (ev.status !== 'running') {
+          this.refreshSessionsSoon();
+          this.dropProgressOf(ev.session_id);
+        }
+        break;
+      case 'mcp_servers':
+        this.mcpServersSeq++;
         break;
       case 'items':
         this.refreshSessionsSoon();
@@ -644,6 +656,19 @@ class Store {
         }
         break;
     }
+  }
+
+  /** A turn that ended leaves none of its calls running: their progress bars go. */
+  private dropProgressOf(sessionId: string) {
+    const ids = Object.keys(this.mcpProgress);
+    if (!ids.length) return;
+    const inSession = (id: string) => {
+      const c = this.tl?.calls[id] ?? this.knownCalls[id] ?? this.pendingCalls[id];
+      if (c) return c.session_id === sessionId;
+      return this.tl?.session_id === sessionId && this.tl.items.some((e) => e.kind === 'tool' && e.call_id === id);
+    };
+    const keep = ids.filter((id) => !inSession(id));
+    if (keep.length !== ids.length) this.mcpProgress = Object.fromEntries(keep.map((id) => [id, this.mcpProgress[id]]));
   }
 
   async onOpen(req: OpenRequest) {
