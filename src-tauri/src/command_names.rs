@@ -58,4 +58,13 @@ pub const COMMANDS: &[&str] = &[
     "python_template",
     "run_python_tool",
     "try_python_callback",
+    "mcp_servers",
+    "save_mcp_server",
+    "remove_mcp_server",
+    "import_mcp_servers",
+    "import_mcp_file",
+    "mcp_import_sources",
+    "restart_mcp_server",
+    "mcp_server_log",
+    "set_mcp_tool_read",
 ];

@@ -100,6 +100,15 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         crate::assistant::python_template,
         crate::assistant::run_python_tool,
         crate::assistant::try_python_callback,
+        crate::mcp::mcp_servers,
+        crate::mcp::save_mcp_server,
+        crate::mcp::remove_mcp_server,
+        crate::mcp::import_mcp_servers,
+        crate::mcp::import_mcp_file,
+        crate::mcp::mcp_import_sources,
+        crate::mcp::restart_mcp_server,
+        crate::mcp::mcp_server_log,
+        crate::mcp::set_mcp_tool_read,
     ]
 }
 

@@ -12,6 +12,7 @@ mod assistant;
 pub mod commands;
 mod events;
 pub mod launch;
+mod mcp;
 mod notify;
 pub mod signin;
 pub mod signin_policy;

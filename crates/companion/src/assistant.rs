@@ -242,6 +242,7 @@ impl Companion {
             runtime.model.clone(),
             &runtime.builtin,
             &self.python().extensions(),
+            &self.mcp().tools(),
         )
     }
 
@@ -440,6 +441,7 @@ pub(crate) fn build_agent(
     model: Arc<dyn agent::Model>,
     builtin: &[Arc<dyn AgentTool>],
     python: &pysandbox::PythonExtensions,
+    mcp: &[Arc<dyn AgentTool>],
 ) -> Result<LlmAgent, CompanionError> {
     let instruction = settings
         .instruction
@@ -453,6 +455,10 @@ pub(crate) fn build_agent(
         }
     }
     builder = python.add_to(builder);
+    // The MCP servers' tools: the gate holds their calls like any other tool's.
+    for tool in mcp {
+        builder = builder.shared_tool(tool.clone());
+    }
     builder
         .build()
         .map_err(|e| CompanionError::Other(e.to_string()))

@@ -48,6 +48,8 @@ pub enum UiEvent {
     },
     /// "Connect my Feishu" moved on (see [`crate::connect`]).
     Connect(crate::connect::ConnectStatus),
+    /// An MCP server changed, or one of its calls reported progress (see [`crate::mcp`]).
+    Mcp(crate::mcp::McpEvent),
 }
 
 /// Where a sign-in stands.
@@ -177,6 +179,8 @@ struct Inner {
     python_host: Arc<crate::python::host::AppHost>,
     /// Approving from Feishu (see [`crate::remote_approval`]).
     remote: Arc<crate::remote_approval::Remote>,
+    /// The user's MCP servers (see [`crate::mcp`]); they outlive runtime rebuilds.
+    mcp: Arc<crate::mcp::McpServers>,
 }
 
 /// The app, without its window: everything the UI, the tests and a CLI drive.
@@ -237,8 +241,15 @@ impl Companion {
             crate::python::host::AppHost::new(python.files.clone())
                 .map_err(CompanionError::Other)?,
         );
-        let runtime =
-            runtime::build(&paths, &settings, &options, &vault, &store, &kept, &python).await?;
+        let mcp = Arc::new(crate::mcp::McpServers::open(&paths, &vault));
+        let extensions = runtime::Extensions {
+            python: &python,
+            mcp: &mcp,
+        };
+        let runtime = runtime::build(
+            &paths, &settings, &options, &vault, &store, &kept, extensions,
+        )
+        .await?;
         python_host.attach(&runtime);
         let (events, _) = broadcast::channel(4096);
         let companion = Companion {
@@ -258,6 +269,7 @@ impl Companion {
                 python,
                 python_host,
                 remote: Arc::default(),
+                mcp,
             }),
         };
         companion.forward_engine_events(&runtime.engine);
@@ -271,6 +283,7 @@ impl Companion {
         // In the background: never delays the first window (issue 16).
         companion.start_python();
         companion.start_remote_approval();
+        companion.forward_mcp_events();
         Ok(companion)
     }
 
@@ -301,7 +314,10 @@ impl Companion {
             &self.inner.vault,
             &self.inner.main_store,
             &self.inner.kept,
-            &self.inner.python,
+            runtime::Extensions {
+                python: &self.inner.python,
+                mcp: &self.inner.mcp,
+            },
         )
         .await?;
         let old = self.runtime();
@@ -369,6 +385,11 @@ impl Companion {
     /// The user's Python (for the application core's own modules).
     pub(crate) fn python(&self) -> &Arc<crate::python::PythonTools> {
         &self.inner.python
+    }
+
+    /// The user's MCP servers (for the application core's own modules).
+    pub(crate) fn mcp(&self) -> &Arc<crate::mcp::McpServers> {
+        &self.inner.mcp
     }
 
     /// What Python code reaches outside the sandbox.

@@ -30,9 +30,20 @@ pub fn tool_title(tool: &str) -> Text {
         "create_task" => ("创建待办", "Create a task"),
         "complete_task" => ("完成待办", "Complete a task"),
         "reopen_task" => ("重新打开待办", "Reopen a task"),
-        other => return Text::new(other, other),
+        other => return mcp_tool_title(other).unwrap_or_else(|| Text::new(other, other)),
     };
     Text::new(zh, en)
+}
+
+/// An MCP server's tool in words: the server and the tool as the name carries them
+/// (`mcp__github__create_issue` → "MCP · github · create_issue").
+fn mcp_tool_title(tool: &str) -> Option<Text> {
+    let server = mcp::naming::server_of(tool)?;
+    let rest = &tool[mcp::naming::PREFIX.len() + server.len() + 2..];
+    Some(Text::new(
+        format!("MCP 工具 · {server} · {rest}"),
+        format!("MCP tool · {server} · {rest}"),
+    ))
 }
 
 /// An audit line's kind in words ("approval.rejected" → "Rejected"); unknown kinds as they are.

@@ -16,6 +16,7 @@ mod core;
 pub mod data;
 mod edit;
 pub mod labels;
+pub mod mcp;
 mod model_items;
 mod model_list;
 pub mod notices;

@@ -78,6 +78,15 @@ pub fn demo_database(paths: &AppPaths) -> PathBuf {
     paths.data_dir.join("demo.db")
 }
 
+/// The user's own tools, which outlive runtime rebuilds: each new agent is given them.
+#[derive(Clone, Copy)]
+pub(crate) struct Extensions<'a> {
+    /// The Python files' tools and callbacks.
+    pub(crate) python: &'a crate::python::PythonTools,
+    /// The MCP servers' tools.
+    pub(crate) mcp: &'a crate::mcp::McpServers,
+}
+
 /// The settings whose change needs a new runtime (language and theme do not).
 pub(crate) fn needs_rebuild(old: &Settings, new: &Settings) -> bool {
     old.model != new.model
@@ -95,8 +104,9 @@ pub(crate) async fn build(
     vault: &Arc<Vault>,
     main_store: &Arc<Store>,
     kept: &Mutex<Kept>,
-    python: &crate::python::PythonTools,
+    extensions: Extensions<'_>,
 ) -> Result<Arc<Runtime>, CompanionError> {
+    let Extensions { python, mcp } = extensions;
     // A secret that cannot be read (a damaged row, a locked vault) counts as not set: the app
     // asks for it again instead of stopping. Only a database failure is an error.
     let secret = |name: &str| -> Result<Option<String>, CompanionError> {
@@ -186,6 +196,11 @@ pub(crate) async fn build(
         Arc::new(agent::SystemClock),
     ));
     let feishu_open = endpoints.open.clone();
+    // Feishu's hosted docs server, with this runtime's Feishu and sign-in.
+    mcp.set_builtin(
+        crate::mcp::feishu::server(&endpoints, tokens.clone()),
+        vault,
+    );
     let api = ApiClient::new(endpoints, tokens.clone(), RetryPolicy::default())
         .map_err(|e| CompanionError::Other(e.to_string()))?;
     let builtin: Vec<Arc<dyn agent::AgentTool>> = feishu::all_tools(ToolEnv {
@@ -200,6 +215,7 @@ pub(crate) async fn build(
         model.clone(),
         &builtin,
         &python.extensions(),
+        &mcp.tools(),
     )?;
     let engine = Engine::new(
         agent,

@@ -345,18 +345,7 @@ impl Settings {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
-        let temp = path.with_extension("json.tmp");
-        {
-            use std::io::Write as _;
-            let mut options = std::fs::OpenOptions::new();
-            options.write(true).create(true).truncate(true);
-            #[cfg(unix)]
-            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-            let mut file = options.open(&temp).map_err(io)?;
-            file.write_all(text.as_bytes()).map_err(io)?;
-            file.sync_all().map_err(io)?;
-        }
-        std::fs::rename(&temp, path).map_err(io)
+        write_private(path, text.as_bytes()).map_err(io)
     }
 
     /// The time zone to show times in.
@@ -368,6 +357,23 @@ impl Settings {
                 .unwrap_or_else(|_| jiff::tz::TimeZone::system())
         }
     }
+}
+
+/// Writes `bytes` to `path` whole, readable by the owner only: a temporary file beside it,
+/// synced, then renamed over it, so a crash leaves the old file or the new one, never half.
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let temp = path.with_extension("json.tmp");
+    {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(&temp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+    }
+    std::fs::rename(&temp, path)
 }
 
 #[cfg(test)]

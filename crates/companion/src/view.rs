@@ -809,6 +809,19 @@ pub enum UiEventView {
         /// Where it stands.
         status: crate::connect::view::ConnectView,
     },
+    /// An MCP server started, stopped, failed or listed new tools: read them again.
+    McpServers,
+    /// An MCP call reported progress, for its card.
+    McpProgress {
+        /// The call.
+        call_id: String,
+        /// How far.
+        progress: f64,
+        /// Of how much, if known.
+        total: Option<f64>,
+        /// What it is doing, in the server's words.
+        message: Option<String>,
+    },
 }
 
 impl UiEventView {
@@ -823,6 +836,18 @@ impl UiEventView {
                 call_id: call_id.clone(),
             }),
             crate::UiEvent::OpenInbox => Some(UiEventView::OpenInbox),
+            crate::UiEvent::Mcp(crate::mcp::McpEvent::Servers) => Some(UiEventView::McpServers),
+            crate::UiEvent::Mcp(crate::mcp::McpEvent::Progress {
+                call_id,
+                progress,
+                total,
+                message,
+            }) => Some(UiEventView::McpProgress {
+                call_id: call_id.clone(),
+                progress: *progress,
+                total: *total,
+                message: message.clone(),
+            }),
             crate::UiEvent::RemoteCards { call_ids } => Some(UiEventView::RemoteCards {
                 call_ids: call_ids.clone(),
             }),

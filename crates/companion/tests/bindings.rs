@@ -51,6 +51,10 @@ fn generate(dir: &Path) {
         companion::python::view::PythonRunView,
         companion::python::view::CallbackTryView,
         companion::remote_approval::RemoteApprovalView,
+        companion::mcp::view::McpServerView,
+        companion::mcp::view::McpServerInput,
+        companion::mcp::view::McpImportView,
+        companion::mcp::view::McpImportSourceView,
     );
 }
 

@@ -79,6 +79,17 @@ impl Endpoints {
         }
     }
 
+    /// Feishu's hosted MCP server (Markdown documents, with the user's token in
+    /// `X-Lark-MCP-UAT`): `mcp.feishu.cn/mcp` for Feishu's Open API host, `mcp.larksuite.com/mcp`
+    /// for Lark's, and `{open}/mcp` for a stand-in such as the emulator.
+    pub fn hosted_mcp_url(&self) -> Url {
+        match self.open.host_str() {
+            Some("open.feishu.cn") => fixed("https://mcp.feishu.cn/mcp"),
+            Some("open.larksuite.com") => fixed("https://mcp.larksuite.com/mcp"),
+            _ => join(&self.open, "mcp"),
+        }
+    }
+
     /// `{accounts}/oauth/v1/device_authorization`: where a device sign-in begins.
     pub fn device_authorization_url(&self) -> Url {
         join(&self.accounts, "oauth/v1/device_authorization")
@@ -215,6 +226,28 @@ mod tests {
                 .api(&crate::ids::ApiPath::new("calendar/v4/calendars"))
                 .as_str(),
             "http://127.0.0.1:4000/feishu/open-apis/calendar/v4/calendars"
+        );
+    }
+
+    #[test]
+    fn the_hosted_mcp_server_is_on_its_own_host_for_each_brand() {
+        let url = |e: Endpoints| e.hosted_mcp_url().to_string();
+        assert_eq!(
+            url(Endpoints::for_brand(Brand::Feishu)),
+            "https://mcp.feishu.cn/mcp"
+        );
+        assert_eq!(
+            url(Endpoints::for_brand(Brand::Lark)),
+            "https://mcp.larksuite.com/mcp"
+        );
+        let base = Url::parse("http://127.0.0.1:4000").unwrap_or_else(|_| unreachable!());
+        assert_eq!(
+            url(Endpoints::emulated(&base, Brand::Feishu)),
+            "http://127.0.0.1:4000/mcp"
+        );
+        assert_eq!(
+            url(Endpoints::emulated(&base, Brand::Lark)),
+            "http://127.0.0.1:4000/lark/mcp"
         );
     }
 }

@@ -74,7 +74,7 @@ pub enum TransportConfig {
 }
 
 /// A server with its secrets read from the vault, ready to connect.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct Resolved {
     /// The configuration.
     pub config: ServerConfig,
@@ -82,7 +82,26 @@ pub struct Resolved {
     pub env: BTreeMap<String, String>,
     /// Header values (HTTP), by name.
     pub headers: BTreeMap<String, String>,
+    /// Headers that change while the server is in use (a user's token), asked before each
+    /// call; the app's own servers only.
+    pub credentials: Option<std::sync::Arc<dyn crate::Credentials>>,
 }
+
+impl PartialEq for Resolved {
+    fn eq(&self, other: &Self) -> bool {
+        let same_credentials = match (&self.credentials, &other.credentials) {
+            (None, None) => true,
+            (Some(a), Some(b)) => std::sync::Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        same_credentials
+            && self.config == other.config
+            && self.env == other.env
+            && self.headers == other.headers
+    }
+}
+
+impl Eq for Resolved {}
 
 impl std::fmt::Debug for Resolved {
     // Values are secrets: only their names are shown.
@@ -243,6 +262,7 @@ pub fn secret_prefix(id: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 
@@ -318,6 +338,7 @@ mod tests {
             config: s,
             env: [("API_KEY".to_owned(), "sk-secret".to_owned())].into(),
             headers: BTreeMap::new(),
+            credentials: None,
         };
         assert!(!format!("{resolved:?}").contains("sk-secret"));
     }

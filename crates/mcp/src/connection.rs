@@ -4,7 +4,7 @@
 //! (its notifications reach the hub for the call's card), a timeout that progress resets, and a
 //! guard that tells the server `notifications/cancelled` when the call is dropped unfinished.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -66,6 +66,9 @@ pub enum CallError {
     /// The server asks the user to sign in (HTTP 401 with its challenge).
     #[error("asks to sign in")]
     AuthRequired(String),
+    /// The user must sign in or grant a permission first: the engine's result says which.
+    #[error("needs the user's sign-in")]
+    NeedsAuth(agent::ToolReturn),
     /// An answer the app cannot use yet (a task, a request for input).
     #[error("answered in a way the app does not support: {0}")]
     Unsupported(String),
@@ -100,6 +103,8 @@ pub struct ServerStatus {
 
 struct Live {
     service: RunningService<RoleClient, Handler>,
+    /// The changing headers it was made with (see [`crate::Credentials`]).
+    headers: BTreeMap<String, String>,
     started: Instant,
     /// Failures in a row before this start.
     failures: u32,
@@ -200,7 +205,19 @@ impl Connection {
 
     /// Starts the server if it is not running (or was stopped), and lists its tools.
     pub async fn start(&self) -> Result<(), CallError> {
-        self.live().await.map(|_| ())
+        let headers = self.changing_headers("").await?;
+        self.live(&headers).await.map(|_| ())
+    }
+
+    /// The headers the server's credentials give now (none without credentials).
+    async fn changing_headers(&self, tool: &str) -> Result<BTreeMap<String, String>, CallError> {
+        match &self.resolved.credentials {
+            Some(credentials) => credentials
+                .headers(tool)
+                .await
+                .map_err(CallError::NeedsAuth),
+            None => Ok(BTreeMap::new()),
+        }
     }
 
     /// Stops the server if it runs; the next call starts it again.
@@ -219,7 +236,8 @@ impl Connection {
         args: Map<String, Value>,
         call_id: &str,
     ) -> Result<CallToolResult, CallError> {
-        let live = self.live().await?;
+        let headers = self.changing_headers(tool).await?;
+        let live = self.live(&headers).await?;
         let timeout = Duration::from_secs(u64::from(self.resolved.config.timeout_secs));
         let mut params = CallToolRequestParams::new(tool.to_owned());
         params.arguments = Some(args);
@@ -247,7 +265,7 @@ impl Connection {
         let answer = handle.await_response().await;
         guard.id = None;
         drop(guard);
-        match answer {
+        let answer = match answer {
             Ok(ServerResult::CallToolResult(result)) => Ok(result),
             Ok(ServerResult::InputRequiredResult(_)) => Err(CallError::Unsupported(
                 "it asked for more input during the call".to_owned(),
@@ -259,6 +277,26 @@ impl Connection {
                 "an answer of another kind".to_owned(),
             )),
             Err(e) => Err(self.failed_during_call(&live, e).await),
+        };
+        match answer {
+            Err(e) => Err(self.cure(tool, e).await),
+            ok => ok,
+        }
+    }
+
+    /// A refusal the credentials can cure becomes their result (sign in, then run again).
+    async fn cure(&self, tool: &str, error: CallError) -> CallError {
+        let (Some(credentials), CallError::Refused { code, message }) =
+            (&self.resolved.credentials, &error)
+        else {
+            return error;
+        };
+        match credentials
+            .on_refusal(tool, i64::from(*code), message)
+            .await
+        {
+            Some(result) => CallError::NeedsAuth(result),
+            None => error,
         }
     }
 
@@ -306,8 +344,15 @@ impl Connection {
     }
 
     /// The running connection, started now if needed.
-    async fn live(&self) -> Result<Arc<Live>, CallError> {
+    async fn live(&self, headers: &BTreeMap<String, String>) -> Result<Arc<Live>, CallError> {
         let mut state = self.state.lock().await;
+        if let State::Live(live) = &*state
+            && &live.headers != headers
+        {
+            // A refreshed token: the connection is made again with it.
+            live.service.cancellation_token().cancel();
+            *state = State::Idle;
+        }
         let failures = match &*state {
             State::Live(live) if !live.service.is_closed() => return Ok(live.clone()),
             // It died between calls: count it like a failed call.
@@ -332,7 +377,7 @@ impl Connection {
             s.phase = Phase::Starting;
             s.starts += 1;
         });
-        match tokio::time::timeout(START_TIMEOUT, self.connect(failures)).await {
+        match tokio::time::timeout(START_TIMEOUT, self.connect(failures, headers)).await {
             Ok(Ok(live)) => {
                 let live = Arc::new(live);
                 *state = State::Live(live.clone());
@@ -378,7 +423,11 @@ impl Connection {
     }
 
     /// Starts the server, shakes hands and lists its tools.
-    async fn connect(&self, failures: u32) -> Result<Live, String> {
+    async fn connect(
+        &self,
+        failures: u32,
+        changing: &BTreeMap<String, String>,
+    ) -> Result<Live, String> {
         let handler = Handler {
             server_id: self.resolved.config.id.clone(),
             routes: self.routes.clone(),
@@ -412,7 +461,9 @@ impl Connection {
                 handler.serve(transport).await.map_err(|e| e.to_string())?
             }
             TransportConfig::Http { url, .. } => {
-                let transport = http_transport(url, &self.resolved.headers)?;
+                let mut headers = self.resolved.headers.clone();
+                headers.extend(changing.iter().map(|(k, v)| (k.clone(), v.clone())));
+                let transport = http_transport(url, &headers)?;
                 match handler.serve(transport).await {
                     Ok(service) => service,
                     Err(e) => {
@@ -433,6 +484,7 @@ impl Connection {
             tools.iter().map(ToolInfo::from_mcp).collect();
         Ok(Live {
             service,
+            headers: changing.clone(),
             started: Instant::now(),
             failures,
         })
@@ -518,6 +570,7 @@ impl Drop for CancelOnDrop {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -140,6 +140,7 @@ fn one(name: &str, entry: &Map<String, Value>, warnings: &mut Vec<String>) -> Op
         config,
         env,
         headers,
+        credentials: None,
     })
 }
 
@@ -214,6 +215,7 @@ fn strip_jsonc(text: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

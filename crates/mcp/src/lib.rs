@@ -13,6 +13,7 @@
 
 pub mod config;
 pub mod connection;
+mod credentials;
 pub mod gate;
 mod handler;
 pub mod hub;
@@ -24,6 +25,7 @@ pub mod tool;
 
 pub use config::{Resolved, SecretKind, ServerConfig, TransportConfig};
 pub use connection::{CallError, Connection, Phase, ServerStatus};
+pub use credentials::Credentials;
 pub use gate::ToolInfo;
 pub use hub::{Hub, HubEvent};
 pub use tool::McpTool;

@@ -76,6 +76,7 @@ fn text_of(result: &CallToolResult) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -116,12 +116,14 @@ impl AgentTool for McpTool {
             .await
         {
             Ok(result) => outcome::from_result(result),
+            Err(crate::CallError::NeedsAuth(result)) => result,
             Err(e) => outcome::from_error(self.connection.resolved().config.display_name(), &e),
         }
     }
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

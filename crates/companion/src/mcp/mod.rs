@@ -1,0 +1,253 @@
+//! The user's MCP servers (Settings → Tools → MCP servers): kept in `mcp.json`, their secrets in
+//! the vault, connected through the `mcp` crate's hub, and their tools given to the agent beside
+//! the built-in ones and the user's Python. The hub outlives runtime rebuilds (a server keeps
+//! running when the model or the Feishu app changes); a change of servers or of a server's
+//! tools rebuilds the agent for the next turn.
+
+mod api;
+pub(crate) mod feishu;
+pub use api::McpEvent;
+mod file;
+pub mod view;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use mcp::config::{SecretKind, secret_name};
+use mcp::{Hub, Resolved, ServerConfig, TransportConfig};
+use store::vault::Vault;
+
+use crate::core::{CompanionError, lock};
+use file::McpFile;
+use view::{McpServerView, McpToolView};
+
+/// The MCP side of the app.
+pub(crate) struct McpServers {
+    config_path: PathBuf,
+    catalogue_path: PathBuf,
+    file: Mutex<McpFile>,
+    /// Why `mcp.json` could not be read: the page says so, and nothing overwrites the file.
+    damaged: Option<String>,
+    /// The built-in Feishu Docs server of the current runtime (see [`feishu`]).
+    builtin: Mutex<Option<Resolved>>,
+    hub: Hub,
+}
+
+impl std::fmt::Debug for McpServers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServers")
+            .field("config_path", &self.config_path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServers {
+    /// Reads the servers of `paths` and connects none of them yet.
+    pub(crate) fn open(paths: &crate::paths::AppPaths, vault: &Vault) -> McpServers {
+        let config_path = paths.config_dir.join("mcp.json");
+        let catalogue_path = paths.data_dir.join("mcp-tools.json");
+        let (loaded, damaged) = match file::load(&config_path) {
+            Ok(f) => (f, None),
+            Err(e) => {
+                tracing::warn!(error = %e, "the MCP server list cannot be read; it is left as it is");
+                (McpFile::default(), Some(e.to_string()))
+            }
+        };
+        let servers = McpServers {
+            config_path,
+            catalogue_path,
+            file: Mutex::new(loaded),
+            damaged,
+            builtin: Mutex::new(None),
+            hub: Hub::new(),
+        };
+        servers.configure(vault);
+        servers
+    }
+
+    /// The hub (events, connections).
+    pub(crate) fn hub(&self) -> &Hub {
+        &self.hub
+    }
+
+    /// The user's servers as configured.
+    pub(crate) fn configs(&self) -> Vec<ServerConfig> {
+        lock(&self.file).servers.clone()
+    }
+
+    /// Every server: the built-in one first, then the user's.
+    fn all_configs(&self) -> Vec<ServerConfig> {
+        let builtin = lock(&self.builtin).as_ref().map(|r| r.config.clone());
+        builtin.into_iter().chain(self.configs()).collect()
+    }
+
+    /// The built-in server for a new runtime (its Feishu, its sign-in), then the hub.
+    pub(crate) fn set_builtin(&self, server: Resolved, vault: &Vault) {
+        *lock(&self.builtin) = Some(server);
+        self.configure(vault);
+    }
+
+    /// Hands the configured servers, with their secrets, to the hub.
+    pub(crate) fn configure(&self, vault: &Vault) {
+        let builtin = lock(&self.builtin).clone();
+        let resolved = builtin
+            .into_iter()
+            .chain(self.configs().into_iter().map(|c| resolve(c, vault)))
+            .collect();
+        let mut known = file::load_catalogue(&self.catalogue_path);
+        known
+            .entry(feishu::ID.to_owned())
+            .or_insert_with(feishu::known_tools);
+        self.hub.configure(resolved, &known);
+    }
+
+    /// The enabled servers' tools for the agent.
+    pub(crate) fn tools(&self) -> Vec<Arc<dyn agent::AgentTool>> {
+        self.hub.tools()
+    }
+
+    /// Keeps what each server listed, for the next start.
+    pub(crate) fn save_catalogue(&self) {
+        if let Err(e) = file::save_catalogue(&self.catalogue_path, &self.hub.catalogue()) {
+            tracing::warn!(error = %e, "the MCP tool list cannot be kept");
+        }
+    }
+
+    /// Changes the server list with `change` and writes it; refused while the file is damaged.
+    pub(crate) fn update<T>(
+        &self,
+        change: impl FnOnce(&mut Vec<ServerConfig>) -> Result<T, CompanionError>,
+    ) -> Result<T, CompanionError> {
+        if let Some(why) = &self.damaged {
+            return Err(CompanionError::Other(format!(
+                "{why}. Repair or remove the file, then restart the app."
+            )));
+        }
+        let mut current = lock(&self.file);
+        let mut next = current.clone();
+        let out = change(&mut next.servers)?;
+        file::save(&self.config_path, &next)?;
+        *current = next;
+        Ok(out)
+    }
+
+    /// Every server as the page shows it.
+    pub(crate) fn views(&self, vault: &Vault) -> Vec<McpServerView> {
+        self.all_configs()
+            .into_iter()
+            .map(|config| self.view(&config, vault))
+            .collect()
+    }
+
+    /// One server as the page shows it.
+    pub(crate) fn view(&self, config: &ServerConfig, vault: &Vault) -> McpServerView {
+        let conn = self.hub.connection(&config.id);
+        let status = conn.as_ref().map(|c| c.status());
+        let tools = conn.as_ref().map(|c| c.tools()).unwrap_or_default();
+        let (transport, command, args, cwd, url, env, headers) = match &config.transport {
+            TransportConfig::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => (
+                "stdio",
+                command.clone(),
+                args.clone(),
+                cwd.clone(),
+                String::new(),
+                env.clone(),
+                vec![],
+            ),
+            TransportConfig::Http { url, headers } => (
+                "http",
+                String::new(),
+                vec![],
+                None,
+                url.clone(),
+                vec![],
+                headers.clone(),
+            ),
+        };
+        let missing_values = env
+            .iter()
+            .map(|n| (SecretKind::Env, n))
+            .chain(headers.iter().map(|n| (SecretKind::Header, n)))
+            .filter(|(kind, n)| {
+                !matches!(vault.get(&secret_name(&config.id, *kind, n)), Ok(Some(_)))
+            })
+            .map(|(_, n)| n.clone())
+            .collect();
+        McpServerView {
+            builtin: config.id == feishu::ID,
+            id: config.id.clone(),
+            name: config.display_name().to_owned(),
+            transport: transport.to_owned(),
+            command,
+            args,
+            cwd,
+            url,
+            env,
+            headers,
+            missing_values,
+            enabled: config.enabled,
+            trusted: config.trusted,
+            timeout_secs: config.timeout_secs,
+            phase: status
+                .as_ref()
+                .map_or("idle", |s| match s.phase {
+                    mcp::Phase::Idle => "idle",
+                    mcp::Phase::Starting => "starting",
+                    mcp::Phase::Running => "running",
+                    mcp::Phase::Failed => "failed",
+                })
+                .to_owned(),
+            error: status.as_ref().and_then(|s| s.error.clone()),
+            starts: status.as_ref().map_or(0, |s| s.starts),
+            server_info: status.and_then(|s| s.server_info),
+            tools: tools
+                .iter()
+                .map(|t| McpToolView {
+                    agent_name: mcp::naming::tool_name(&config.id, &t.name),
+                    marked_read: config.read_tools.contains(&t.name),
+                    runs_without_approval: mcp::gate::is_read(config, t),
+                    name: t.name.clone(),
+                    title: t.title.clone(),
+                    description: t.description.clone(),
+                    read_only_hint: t.read_only_hint,
+                    destructive_hint: t.destructive_hint,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A server with its secrets read from the vault; a value that cannot be read is left unset
+/// (the page lists it as missing).
+fn resolve(config: ServerConfig, vault: &Vault) -> Resolved {
+    let read = |kind: SecretKind, names: &[String]| -> BTreeMap<String, String> {
+        names
+            .iter()
+            .filter_map(|n| {
+                let value = vault
+                    .get(&secret_name(&config.id, kind, n))
+                    .ok()
+                    .flatten()?;
+                Some((n.clone(), String::from_utf8_lossy(&value).into_owned()))
+            })
+            .collect()
+    };
+    let (env, headers) = match &config.transport {
+        TransportConfig::Stdio { env, .. } => (read(SecretKind::Env, env), BTreeMap::new()),
+        TransportConfig::Http { headers, .. } => {
+            (BTreeMap::new(), read(SecretKind::Header, headers))
+        }
+    };
+    Resolved {
+        config,
+        env,
+        headers,
+        credentials: None,
+    }
+}

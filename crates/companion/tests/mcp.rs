@@ -1,0 +1,266 @@
+//! Settings → Tools → MCP servers through the core: a server saved with its secret in the vault
+//! and only the name in `mcp.json`, its tools given to the agent once started (and at the next
+//! start of the app without starting it), marked reads, imports, removal with its secrets.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::PathBuf;
+
+use companion::mcp::view::{McpSecretInput, McpServerInput};
+
+fn probe() -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/mcp/probe-server.mjs");
+    assert!(
+        path.parent()
+            .unwrap()
+            .join("node_modules/@modelcontextprotocol/sdk")
+            .is_dir(),
+        "the MCP test servers are not installed: run scripts/bootstrap"
+    );
+    path
+}
+
+fn probe_input(secret: Option<&str>) -> McpServerInput {
+    McpServerInput {
+        id: None,
+        name: "Probe Server".into(),
+        transport: "stdio".into(),
+        command: "node".into(),
+        args: vec![probe().to_string_lossy().into_owned()],
+        cwd: None,
+        url: String::new(),
+        env: vec![McpSecretInput {
+            name: "PROBE_TOKEN".into(),
+            value: secret.map(str::to_owned),
+        }],
+        headers: vec![],
+        enabled: true,
+        trusted: false,
+        timeout_secs: 30,
+    }
+}
+
+/// The user's servers, without the built-in one.
+fn own(app: &companion::Companion) -> Vec<companion::mcp::view::McpServerView> {
+    app.mcp_servers()
+        .into_iter()
+        .filter(|s| !s.builtin)
+        .collect()
+}
+
+fn agent_tools(app: &companion::Companion) -> Vec<String> {
+    app.engine()
+        .agent()
+        .tools()
+        .map(|t| t.name().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_saved_server_keeps_its_secret_in_the_vault_and_gives_the_agent_its_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = common::demo_paths(dir.path());
+    let app = common::open(paths.clone()).await;
+    let saved = app
+        .save_mcp_server(probe_input(Some("tok-123")))
+        .await
+        .unwrap();
+    assert_eq!(saved.id, "probe-server");
+    assert_eq!(saved.phase, "idle", "not started before it is needed");
+    assert!(saved.missing_values.is_empty());
+    let file = std::fs::read_to_string(paths.config_dir.join("mcp.json")).unwrap();
+    assert!(
+        file.contains("PROBE_TOKEN") && !file.contains("tok-123"),
+        "{file}"
+    );
+    let settings = std::fs::read_to_string(paths.settings_file()).unwrap();
+    assert!(!settings.contains("tok-123"));
+
+    let running = app.restart_mcp_server("probe-server").await.unwrap();
+    assert_eq!(running.phase, "running", "{:?}", running.error);
+    let write = running
+        .tools
+        .iter()
+        .find(|t| t.name == "write_note")
+        .unwrap();
+    assert_eq!(write.agent_name, "mcp__probe-server__write_note");
+    assert!(!write.runs_without_approval);
+    assert!(agent_tools(&app).contains(&"mcp__probe-server__write_note".to_owned()));
+    assert!(
+        app.mcp_server_log("probe-server")
+            .unwrap()
+            .contains("probe server up")
+    );
+
+    // The user marks `slow` a read: it runs without approval from now on.
+    let marked = app
+        .set_mcp_tool_read("probe-server", "slow", true)
+        .await
+        .unwrap();
+    assert!(
+        marked
+            .tools
+            .iter()
+            .find(|t| t.name == "slow")
+            .unwrap()
+            .runs_without_approval
+    );
+
+    // Saving again without a new value keeps the stored secret.
+    let mut again = probe_input(None);
+    again.id = Some("probe-server".into());
+    let kept = app.save_mcp_server(again).await.unwrap();
+    assert!(kept.missing_values.is_empty());
+    assert!(
+        kept.tools
+            .iter()
+            .find(|t| t.name == "slow")
+            .unwrap()
+            .marked_read,
+        "marks kept"
+    );
+    drop(app);
+
+    // The next start knows the tools without starting the server.
+    let app = common::open(paths.clone()).await;
+    let view = own(&app);
+    assert_eq!(view[0].phase, "idle");
+    assert!(agent_tools(&app).contains(&"mcp__probe-server__write_note".to_owned()));
+
+    app.remove_mcp_server("probe-server").await.unwrap();
+    assert!(own(&app).is_empty());
+    assert!(
+        !agent_tools(&app)
+            .iter()
+            .any(|t| t.starts_with("mcp__probe"))
+    );
+    // Its secret went with it: a server added again under the same id has none.
+    let readded = app.save_mcp_server(probe_input(None)).await.unwrap();
+    assert_eq!(readded.id, "probe-server");
+    assert_eq!(
+        readded.missing_values,
+        ["PROBE_TOKEN"],
+        "secrets deleted with the server"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_apps_configuration_is_imported_untrusted_with_its_secrets_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = common::demo_paths(dir.path());
+    let app = common::open(paths.clone()).await;
+    let config = serde_json::json!({"mcpServers": {
+        "probe": {"command": "node", "args": [probe()], "env": {"API_KEY": "sk-imported"}},
+        "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer x"}}
+    }});
+    let path = dir.path().join("claude_desktop_config.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    let imported = app.import_mcp_file(&path.to_string_lossy()).await.unwrap();
+    assert_eq!(imported.added, ["probe", "remote"]);
+    let servers = own(&app);
+    assert!(
+        servers
+            .iter()
+            .all(|s| !s.trusted && s.missing_values.is_empty())
+    );
+    let file = std::fs::read_to_string(paths.config_dir.join("mcp.json")).unwrap();
+    assert!(
+        !file.contains("sk-imported") && !file.contains("Bearer x"),
+        "{file}"
+    );
+    // A second import of the same file does not overwrite: new ids.
+    let twice = app.import_mcp_file(&path.to_string_lossy()).await.unwrap();
+    assert_eq!(twice.added, ["probe-2", "remote-2"]);
+    // A damaged file is refused with the reason, and nothing is added.
+    let bad = app.import_mcp_servers("{\"other\": 1}").await.unwrap_err();
+    assert!(bad.to_string().contains("mcpServers"), "{bad}");
+    assert_eq!(own(&app).len(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_server_list_is_reported_and_never_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = common::demo_paths(dir.path());
+    std::fs::write(paths.config_dir.join("mcp.json"), "{ not json").unwrap();
+    let app = common::open(paths.clone()).await;
+    assert!(own(&app).is_empty());
+    let err = app
+        .save_mcp_server(probe_input(Some("x")))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("mcp.json"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(paths.config_dir.join("mcp.json")).unwrap(),
+        "{ not json"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_built_in_feishu_docs_server_asks_for_a_sign_in_then_writes_with_it() {
+    use agent::{CallbackContext, ToolContext, ToolOutcome, ToolReturn};
+    let dir = tempfile::tempdir().unwrap();
+    let app = common::open_demo(dir.path()).await;
+    let builtin = app
+        .mcp_servers()
+        .into_iter()
+        .find(|s| s.builtin)
+        .expect("listed");
+    assert_eq!(builtin.id, "feishu");
+    let names: Vec<_> = builtin.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["create-doc", "fetch-doc", "locate-doc", "update-doc"]
+    );
+    let reads: Vec<_> = builtin
+        .tools
+        .iter()
+        .filter(|t| t.runs_without_approval)
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(
+        reads,
+        ["fetch-doc", "locate-doc"],
+        "the app says which read"
+    );
+    // Someone else's server cannot take its id.
+    let mut clash = probe_input(None);
+    clash.name = "Feishu".into();
+    assert_eq!(app.save_mcp_server(clash).await.unwrap().id, "feishu-2");
+
+    let tool = app
+        .engine()
+        .agent()
+        .tool("mcp__feishu__create-doc")
+        .cloned()
+        .expect("given to the agent");
+    assert!(tool.requires_approval(&serde_json::Map::new()));
+    let args = serde_json::json!({"title": "周报", "markdown": "# 周报\n\n本周完成了 MCP。"});
+    let args = args.as_object().unwrap().clone();
+    let ctx = || {
+        let cb = CallbackContext::new(
+            "i",
+            "assistant",
+            "s",
+            Default::default(),
+            Default::default(),
+        );
+        ToolContext::new(cb, "c1")
+    };
+    match tool.run(args.clone(), &mut ctx()).await {
+        ToolReturn::Result(r) => {
+            assert_eq!(r.outcome, ToolOutcome::NeedsUserAuth);
+            assert_eq!(r.auth_scopes, ["docx:document:create"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    // What the authorization card does for the held call: sign in for its scopes.
+    common::sign_in_for(&app, vec!["docx:document:create".into()]).await;
+    let created = tool.run(args, &mut ctx()).await;
+    let (text, is_error, _) = agent::coerce_tool_result(created);
+    assert!(!is_error, "{text}");
+    assert!(text.contains("doc_id"), "{text}");
+    let running = app.mcp_servers().into_iter().find(|s| s.builtin).unwrap();
+    assert_eq!(running.phase, "running");
+    assert!(running.server_info.is_some());
+}

@@ -1,0 +1,22 @@
+//! Credentials that change while a server is in use: a signed-in user's token sent as a header
+//! (Feishu's hosted MCP server takes the user's token in `X-Lark-MCP-UAT`). Asked before every
+//! call, so a refreshed token is used as soon as it exists; a connection whose headers changed is
+//! made again. A refusal that signing in can cure becomes the engine's "needs the user's
+//! authorization" outcome, so the call waits behind an authorization card and runs again after.
+
+use std::collections::BTreeMap;
+
+use agent::ToolReturn;
+use async_trait::async_trait;
+
+/// Where a server's changing credentials come from.
+#[async_trait]
+pub trait Credentials: Send + Sync + std::fmt::Debug {
+    /// The headers to send now. `Err` is the result to give the engine instead of calling
+    /// (typically: the user must sign in, with the scopes the tool needs).
+    async fn headers(&self, tool: &str) -> Result<BTreeMap<String, String>, ToolReturn>;
+
+    /// The result to give for a refusal (JSON-RPC `code`, `message`) that the user can cure by
+    /// signing in or granting a permission; `None` for any other refusal.
+    async fn on_refusal(&self, tool: &str, code: i64, message: &str) -> Option<ToolReturn>;
+}
