@@ -356,7 +356,143 @@
     { id: 'custom', name: text('自定义', 'Custom'), kind: 'openai_compatible', base_url: '', default_model: '', takes_key: true, key_set: false },
   ];
 
+  // ---- MCP servers (Settings → Tools · MCP servers). Configs with their secrets apart, as the
+  // core keeps them; a view is made from them on every answer. opts.mcpServers seeds configs;
+  // opts.mcpStartMs is how long a start takes; a server whose command is `fail` fails to start.
+  const mcpTools = (id) => [
+    { name: 'read_file', agent_name: `mcp__${id}__read_file`, title: 'Read a file', description: 'Reads the complete contents of a file from the file system as text. Handles various text encodings and gives detailed error messages if the file cannot be read. Only works within allowed directories.', read_only_hint: true, destructive_hint: null },
+    { name: 'delete_file', agent_name: `mcp__${id}__delete_file`, title: null, description: 'Deletes a file.', read_only_hint: false, destructive_hint: true },
+  ];
+  const feishuDocs = {
+    id: 'feishu', name: '飞书文档 · Feishu Docs', transport: 'http', command: '', args: [], cwd: null, url: 'https://mcp.feishu.cn/mcp', env: [], headers: [],
+    enabled: true, trusted: false, timeout_secs: 60, builtin: true, read_tools: ['fetch-doc', 'locate-doc'], phase: 'idle', error: null, starts: 0, server_info: null,
+    tools: ['create-doc', 'fetch-doc', 'locate-doc', 'update-doc'].map((n) => ({ name: n, agent_name: `mcp__feishu__${n}`, title: null, description: { 'create-doc': 'Creates a Feishu document from Markdown.', 'fetch-doc': 'Fetches a Feishu document as Markdown.', 'locate-doc': 'Finds documents by title or content.', 'update-doc': 'Updates a Feishu document with Markdown.' }[n], read_only_hint: null, destructive_hint: null })),
+    log: '',
+  };
+  const mcp = [...(opts.mcpBuiltin === false ? [] : [feishuDocs]), ...(opts.mcpServers || []).map((c) => Object.assign({ transport: 'stdio', command: '', args: [], cwd: null, url: '', env: [], headers: [], enabled: true, trusted: false, timeout_secs: 60, builtin: false, read_tools: [], phase: 'idle', error: null, starts: 0, server_info: null, tools: [], log: '' }, c))];
+  const mcpVault = {}; // `${id}/${env|header}/${name}` -> value
+  for (const c of opts.mcpServers || []) for (const [k, v] of Object.entries(c.values || {})) mcpVault[`${c.id}/env/${k}`] = v;
+  const mcpView = (c) => ({
+    builtin: c.builtin, id: c.id, name: c.name, transport: c.transport, command: c.command, args: c.args, cwd: c.cwd, url: c.url, env: c.env, headers: c.headers,
+    missing_values: [...c.env.filter((n) => !(`${c.id}/env/${n}` in mcpVault)), ...c.headers.filter((n) => !(`${c.id}/header/${n}` in mcpVault))],
+    enabled: c.enabled, trusted: c.trusted, timeout_secs: c.timeout_secs, phase: c.phase, error: c.error, starts: c.starts, server_info: c.server_info,
+    tools: c.tools.map((t) => {
+      const marked = c.read_tools.includes(t.name);
+      return { ...t, marked_read: marked, runs_without_approval: marked || (c.trusted && t.read_only_hint === true) };
+    }),
+  });
+  const mcpFind = (id) => {
+    const c = mcp.find((x) => x.id === id);
+    if (!c) throw uiError('other', `no MCP server ${id}`, `no MCP server ${id}`);
+    return c;
+  };
+  const mcpChanged = () => ui({ type: 'mcp_servers' });
+  const mcpSlug = (name) => (name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 24) || 'server');
+  const mcpUniqueId = (base) => {
+    let id = base;
+    for (let n = 2; mcp.some((x) => x.id === id); n++) id = `${base}-${n}`;
+    return id;
+  };
+  const mcpInvalid = (msg) => uiError('other', msg, msg);
+  const mcpFiles = {
+    '/home/u/.config/Claude/claude_desktop_config.json': JSON.stringify({ mcpServers: { memory: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-memory'] }, github: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-github'], env: { GITHUB_TOKEN: 'ghp_x' } } } }),
+    '/home/u/.cursor/mcp.json': JSON.stringify({ mcpServers: { linear: { url: 'https://mcp.linear.app/mcp' } } }),
+  };
+  function mcpImport(text) {
+    let parsed;
+    try {
+      parsed = JSON.parse(text);
+    } catch (e) {
+      throw mcpInvalid('The configuration is not JSON: ' + e.message);
+    }
+    const entries = parsed.mcpServers || parsed.servers || (parsed.mcp && parsed.mcp.servers);
+    if (!entries || typeof entries !== 'object') throw mcpInvalid('No "mcpServers" (or VS Code "servers") object in the configuration');
+    const added = [];
+    const warnings = [];
+    for (const [name, e] of Object.entries(entries)) {
+      if (!e.command && !e.url) {
+        warnings.push(`“${name}” was skipped: it has neither a command nor a url`);
+        continue;
+      }
+      const id = mcpUniqueId(mcpSlug(name));
+      const c = { id, name, transport: e.url ? 'http' : 'stdio', command: e.command || '', args: e.args || [], cwd: e.cwd || null, url: e.url || '', env: Object.keys(e.env || {}), headers: Object.keys(e.headers || {}), enabled: true, trusted: false, timeout_secs: 60, builtin: false, read_tools: [], phase: 'idle', error: null, starts: 0, server_info: null, tools: [], log: '' };
+      for (const [k, v] of Object.entries(e.env || {})) {
+        if (/\$\{input:/.test(String(v))) warnings.push(`${id}: the value of ${k} is a VS Code prompt (${v}); enter it in the app`);
+        else mcpVault[`${id}/env/${k}`] = String(v);
+      }
+      for (const [k, v] of Object.entries(e.headers || {})) mcpVault[`${id}/header/${k}`] = String(v);
+      mcp.push(c);
+      added.push(id);
+    }
+    if (added.length) mcpChanged();
+    return { added, warnings };
+  }
+  const mcpCommands = {
+    mcp_servers: () => mcp.map(mcpView),
+    save_mcp_server: ({ input }) => {
+      if (input.id === 'feishu') throw mcpInvalid('the built-in Feishu Docs server cannot be changed');
+      const old = input.id ? mcpFind(input.id) : null;
+      const id = old ? old.id : mcpUniqueId(mcpSlug(input.name));
+      if (input.transport === 'stdio' && !input.command.trim()) throw mcpInvalid(`server "${id}" has no command`);
+      if (input.transport === 'http' && !/^https?:\/\/\S+$/.test(input.url)) throw mcpInvalid(`server "${id}": "${input.url}" is not an http(s) URL`);
+      if (opts.mcpRefuse && input.command === opts.mcpRefuse) throw mcpInvalid(`server "${id}": the program ${input.command} was not found`);
+      const c = old || { id, builtin: false, read_tools: [], phase: 'idle', error: null, starts: 0, server_info: null, tools: [], log: '' };
+      const kind = input.transport === 'stdio' ? 'env' : 'header';
+      const rows = input.transport === 'stdio' ? input.env : input.headers;
+      for (const key of Object.keys(mcpVault)) if (key.startsWith(`${id}/`) && !rows.some((r) => key === `${id}/${kind}/${r.name}`)) delete mcpVault[key];
+      for (const r of rows) if (r.value !== null) mcpVault[`${id}/${kind}/${r.name}`] = r.value;
+      Object.assign(c, { name: input.name, transport: input.transport, command: input.command, args: input.args, cwd: input.cwd, url: input.url, env: input.transport === 'stdio' ? input.env.map((r) => r.name) : [], headers: input.transport === 'http' ? input.headers.map((r) => r.name) : [], enabled: input.enabled, trusted: input.trusted, timeout_secs: input.timeout_secs });
+      if (!old) mcp.push(c);
+      mcpChanged();
+      return mcpView(c);
+    },
+    remove_mcp_server: ({ id }) => {
+      const c = mcpFind(id);
+      if (c.builtin) throw mcpInvalid('the built-in Feishu Docs server cannot be removed');
+      mcp.splice(mcp.indexOf(c), 1);
+      for (const key of Object.keys(mcpVault)) if (key.startsWith(`${id}/`)) delete mcpVault[key];
+      mcpChanged();
+      return null;
+    },
+    import_mcp_servers: ({ config }) => mcpImport(config),
+    import_mcp_file: ({ path }) => {
+      if (!(path in mcpFiles)) throw mcpInvalid(`cannot read ${path}: not found`);
+      return mcpImport(mcpFiles[path]);
+    },
+    mcp_import_sources: () =>
+      opts.mcpSources ?? [
+        { app: 'Claude Desktop', path: '/home/u/.config/Claude/claude_desktop_config.json', servers: 2 },
+        { app: 'Cursor', path: '/home/u/.cursor/mcp.json', servers: 1 },
+      ],
+    restart_mcp_server: async ({ id }) => {
+      const c = mcpFind(id);
+      Object.assign(c, { phase: 'starting', error: null });
+      mcpChanged();
+      await sleep(opts.mcpStartMs ?? 300);
+      c.starts++;
+      if (c.command === 'fail') {
+        Object.assign(c, { phase: 'failed', error: 'the server exited before it answered (exit status 1)', tools: [] });
+        c.log += 'Error: Cannot find module \'@example/missing-server\'\n    at Module._resolveFilename (node:internal/modules/cjs/loader:1140:15)\n';
+      } else {
+        Object.assign(c, { phase: 'running', server_info: `${c.id}-server 1.2.0`, tools: c.builtin ? c.tools : mcpTools(c.id) });
+        c.log += `[${c.id}] Secure MCP Filesystem Server running on stdio\n[${c.id}] Allowed directories: [ '/home/u/Documents' ]\n`;
+      }
+      mcpChanged();
+      return mcpView(c);
+    },
+    mcp_server_log: ({ id }) => mcpFind(id).log,
+    set_mcp_tool_read: ({ id, tool, read }) => {
+      const c = mcpFind(id);
+      if (c.builtin) throw mcpInvalid(`no MCP server ${id}`);
+      c.read_tools = c.read_tools.filter((t) => t !== tool);
+      if (read) c.read_tools.push(tool);
+      mcpChanged();
+      return mcpView(c);
+    },
+  };
+
   const commands = {
+    ...mcpCommands,
     startup_error: () => opts.startupError || null,
     ui_ready: () => 321,
     app_info: () => ({ version: '0.1.0', demo: opts.demo, model: opts.demo ? 'Demo · scripted' : 'DeepSeek · deepseek-chat', brand: 'feishu', key_source: 'keychain', key_notice: null, data_dir: '/home/u/.local/share/feishu-companion', redirect_url: 'http://127.0.0.1:53682/callback', person: opts.person || (account ? { name: account.name, open_id: account.open_id } : null) }),
@@ -606,6 +742,18 @@
       pushItems(sid, c.invocation_id, [{ kind: 'tool', call_id: c.call_id, at: now(), tool: c.tool, title: c.title, args: c.args, result: null }]);
       updateCall(c, {});
       return c.call_id;
+    },
+    /** MCP: the servers as the core holds them (values never: only whether each is stored). */
+    mcp,
+    mcpVault: () => Object.keys(mcpVault),
+    /** Something happens to a server on its own (a crash, a restart): the core's mcp_servers event. */
+    mcpSet(id, patch) {
+      Object.assign(mcp.find((x) => x.id === id), patch);
+      ui({ type: 'mcp_servers' });
+    },
+    /** A running MCP call reports progress (the core's mcp_progress event). */
+    mcpProgress(callId, progress, total = null, message = null) {
+      ui({ type: 'mcp_progress', call_id: callId, progress, total, message });
     },
     /** Approve from Feishu sent the call's card to Feishu (the core's remote_cards event). */
     sendToFeishu(callId) {
