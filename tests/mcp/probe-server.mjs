@@ -64,6 +64,12 @@ server.registerTool(
   },
 );
 
+server.registerTool(
+  "noop",
+  { description: "Answers at once with nothing (the benchmark's tool).", inputSchema: {} },
+  async () => ({ content: [] }),
+);
+
 let added = false;
 server.registerTool(
   "add_tool",
