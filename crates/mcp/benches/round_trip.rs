@@ -13,9 +13,8 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use agent::{AgentTool, CallbackContext, ToolContext};
+use agent::{CallbackContext, ToolContext};
 use criterion::{Criterion, criterion_group, criterion_main};
 use mcp::{Hub, Resolved, ServerConfig, ToolInfo, TransportConfig};
 use serde_json::{Map, json};
@@ -177,7 +176,7 @@ fn scale(c: &mut Criterion) {
             hub.connections()
                 .iter()
                 .map(|c| (c.status(), c.tools().len(), c.stderr().len()))
-                .count()
+                .collect::<Vec<_>>()
         })
     });
     group.finish();
