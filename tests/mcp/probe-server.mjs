@@ -70,6 +70,12 @@ server.registerTool(
   async () => ({ content: [] }),
 );
 
+server.registerTool(
+  "fail_with",
+  { description: "Answers an error result with `text` (as servers wrapping an API do).", inputSchema: { text: z.string() } },
+  async ({ text }) => ({ isError: true, content: [{ type: "text", text }] }),
+);
+
 let added = false;
 server.registerTool(
   "add_tool",

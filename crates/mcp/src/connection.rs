@@ -280,6 +280,16 @@ impl Connection {
         };
         match answer {
             Err(e) => Err(self.cure(tool, e).await),
+            Ok(result) if result.is_error == Some(true) => match &self.resolved.credentials {
+                Some(credentials) => {
+                    let text = crate::outcome::text_of(&result);
+                    match credentials.on_error_result(tool, &text).await {
+                        Some(cured) => Err(CallError::NeedsAuth(cured)),
+                        None => Ok(result),
+                    }
+                }
+                None => Ok(result),
+            },
             ok => ok,
         }
     }
@@ -439,7 +449,10 @@ impl Connection {
                 command, args, cwd, ..
             } => {
                 let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args).envs(&self.resolved.env).kill_on_drop(true);
+                cmd.args(args)
+                    .envs(&self.resolved.env)
+                    .envs(changing)
+                    .kill_on_drop(true);
                 if let Some(dir) = cwd.as_deref().filter(|d| !d.is_empty()) {
                     cmd.current_dir(dir);
                 }

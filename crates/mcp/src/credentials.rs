@@ -12,11 +12,20 @@ use async_trait::async_trait;
 /// Where a server's changing credentials come from.
 #[async_trait]
 pub trait Credentials: Send + Sync + std::fmt::Debug {
-    /// The headers to send now. `Err` is the result to give the engine instead of calling
-    /// (typically: the user must sign in, with the scopes the tool needs).
+    /// The values to send now: headers of an HTTP server's requests, or environment variables
+    /// of a stdio server (which is started again when they change). `Err` is the result to give
+    /// the engine instead of calling (typically: the user must sign in, with the scopes the tool
+    /// needs).
     async fn headers(&self, tool: &str) -> Result<BTreeMap<String, String>, ToolReturn>;
 
     /// The result to give for a refusal (JSON-RPC `code`, `message`) that the user can cure by
     /// signing in or granting a permission; `None` for any other refusal.
     async fn on_refusal(&self, tool: &str, code: i64, message: &str) -> Option<ToolReturn>;
+
+    /// The result to give for a tool's error result (`isError`, its text) that signing in or
+    /// granting a permission cures; `None` passes the error on as it is. Servers that wrap an
+    /// API report its refusals this way rather than as protocol errors.
+    async fn on_error_result(&self, _tool: &str, _text: &str) -> Option<ToolReturn> {
+        None
+    }
 }

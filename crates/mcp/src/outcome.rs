@@ -38,7 +38,7 @@ pub fn from_error(server: &str, error: &CallError) -> ToolReturn {
 }
 
 /// The answer's content in words.
-fn text_of(result: &CallToolResult) -> String {
+pub(crate) fn text_of(result: &CallToolResult) -> String {
     let mut parts = Vec::new();
     for block in &result.content {
         // Read as JSON: the content kinds grow with the protocol, and an unknown kind should

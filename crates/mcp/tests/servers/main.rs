@@ -5,6 +5,7 @@
 //! packages are installed by `scripts/bootstrap` (`npm ci` in `tests/mcp`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod credentials;
 mod gate;
 mod lifecycle;
 mod reference;
