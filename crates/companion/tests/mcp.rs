@@ -264,3 +264,56 @@ async fn the_built_in_feishu_docs_server_asks_for_a_sign_in_then_writes_with_it(
     assert_eq!(running.phase, "running");
     assert!(running.server_info.is_some());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_demo_user_has_a_weekly_report_written_through_feishus_docs_server() {
+    use agent::{CallStatus, Decision, InvocationStatus};
+    let dir = tempfile::tempdir().unwrap();
+    let app = common::open_demo(dir.path()).await;
+    let session = app.create_session().await.unwrap();
+    let before = app.demo().unwrap().feishu.documents_created();
+
+    // A write of an MCP server: held for approval like any write, and said so.
+    let outcome = app.send_message(&session, "帮我写一份周报").await.unwrap();
+    assert_eq!(outcome.status, InvocationStatus::Suspended);
+    let held = app.pending().unwrap().remove(0);
+    assert_eq!(held.tool, "mcp__feishu__create-doc");
+    assert_eq!(held.status, CallStatus::AwaitingApproval);
+    let preview = held.preview.clone().unwrap();
+    assert!(
+        preview.summary.zh.contains("飞书文档"),
+        "{}",
+        preview.summary.zh
+    );
+
+    // Approved; then the server needs the user's sign-in, asked on the same card.
+    let outcome = app.decide(&held.call_id, Decision::Approve).await.unwrap();
+    assert_eq!(outcome.status, InvocationStatus::Suspended);
+    let again = app.pending().unwrap().remove(0);
+    assert_eq!(again.status, CallStatus::AwaitingAuth);
+    assert_eq!(again.auth_scopes, ["docx:document:create"]);
+    common::sign_in(&app).await;
+    assert!(app.pending().unwrap().is_empty());
+    assert_eq!(
+        app.demo().unwrap().feishu.documents_created(),
+        before + 1,
+        "written once"
+    );
+    assert_eq!(
+        common::last_text(&app, &session),
+        "好了：周报已经写进你的飞书文档。"
+    );
+    let audit = app.audit(&Default::default()).unwrap();
+    let dispatched = audit
+        .iter()
+        .filter(|a| {
+            a.kind == "call.dispatched" && a.tool.as_deref() == Some("mcp__feishu__create-doc")
+        })
+        .count();
+    assert!(dispatched >= 1);
+    let requested = audit
+        .iter()
+        .find(|a| a.kind == "approval.requested")
+        .unwrap();
+    assert_eq!(requested.detail["source"]["mcp_server"], "feishu");
+}
