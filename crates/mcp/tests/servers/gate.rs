@@ -174,3 +174,42 @@ async fn arguments_the_schema_refuses_never_reach_a_card() {
         audit.iter().map(|a| &a.kind).collect::<Vec<_>>()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_a_turn_cancels_the_call_at_the_server() {
+    let mut resolved = node_server("probe", PROBE, &[], &[]);
+    resolved.config.trusted = true;
+    let (hub, conn) = one(resolved);
+    conn.start().await.unwrap();
+    let (engine, _store, session) = engine_with(
+        &hub,
+        vec![
+            call("mcp__probe__slow", json!({"seconds": 10})),
+            say("done"),
+        ],
+    );
+    let running = {
+        let engine = engine.clone();
+        let session = session.clone();
+        tokio::spawn(async move {
+            engine
+                .send_message(&session, Content::user_text("wait"))
+                .await
+        })
+    };
+    until(10, "the call to reach the server", || {
+        conn.status().phase == mcp::Phase::Running && !running.is_finished()
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert!(engine.cancel(&session).await.unwrap(), "a turn was running");
+    let outcome = tokio::time::timeout(std::time::Duration::from_secs(5), running)
+        .await
+        .expect("the turn ends at once, not after the tool's 10 s")
+        .unwrap();
+    assert!(outcome.is_ok(), "{outcome:?}");
+    until(10, "the server to hear of the cancellation", || {
+        conn.stderr().contains("cancelled")
+    })
+    .await;
+}
