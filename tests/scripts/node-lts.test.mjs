@@ -97,6 +97,27 @@ describe('the decision', () => {
     assert.equal(out.stdout, 'tools');
   });
 
+  test('a minimum given (the conformance suite\'s 22): 20.19 no longer does, 22.0 does', async () => {
+    const ui = fakeNodeDir('ui-enough', 'v20.19.0');
+    const lts22 = fakeNodeDir('lts22', 'v22.0.0');
+    const env = (dir) => ({ PATH: `${dir}:${systemPath}`, NODE_TOOLS_DIR: noTools });
+    assert.equal((await run(['decide', '22'], env(ui))).stdout, 'fetch');
+    assert.equal((await run(['decide', '22'], env(lts22))).stdout, 'system');
+    assert.equal((await run(['decide', '22.1'], env(lts22))).stdout, 'fetch');
+    // A fetched LTS in the folder named for it does.
+    const tools = toolsWith('tools-22', 'v24.22.3');
+    const out = await run(['decide', '22'], { PATH: `${ui}:${systemPath}`, NODE_TOOLS_DIR: tools });
+    assert.equal(out.stdout, 'tools');
+  });
+
+  test('a minimum that is not a version, or newer than the LTS fetched, is refused', async () => {
+    for (const bad of ['x', '22.', '99']) {
+      const out = await run(['decide', bad], { PATH: systemPath, NODE_TOOLS_DIR: noTools });
+      assert.equal(out.code, 2, bad);
+      assert.equal(out.stdout, '', bad);
+    }
+  });
+
   test('a tools/node that is itself too old is fetched again', async () => {
     const old = fakeNodeDir('old3', 'v18.19.0');
     const tools = toolsWith('tools-old', 'v16.20.2');
@@ -211,6 +232,19 @@ describe('the fetch, from a local npm registry', () => {
     // And the next run uses it without fetching.
     const again = await run(['decide'], env(tools, 'old-again'));
     assert.equal(again.stdout, 'tools');
+  });
+
+  test('with a minimum, ensure fetches into the folder given even when the UI\'s Node.js would do', async () => {
+    const tools = path.join(work, 'fetched/node22');
+    const environment = env(tools, 'ui-node');
+    environment.PATH = `${fakeNodeDir('ui-node-20', 'v20.19.0')}:${systemPath}`;
+    const out = await run(['ensure', '22'], environment);
+    assert.equal(out.code, 0, out.stderr);
+    assert.match(out.stdout, /using Node\.js v24\.99\.1/);
+    assert.equal((await run(['decide', '22'], environment)).stdout, 'tools');
+    // The UI's decision is unchanged: the Node.js on PATH still does for it.
+    environment.NODE_TOOLS_DIR = noTools;
+    assert.equal((await run(['decide'], environment)).stdout, 'system');
   });
 
   test('a tarball that does not match the registry integrity is refused and nothing is installed', async () => {
