@@ -21,6 +21,7 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::broadcast;
 
 use crate::config::{Resolved, TransportConfig};
+use crate::elicit::{DeclineAll, Elicitor};
 use crate::gate::ToolInfo;
 use crate::handler::{Handler, ProgressRoutes, token_key};
 use crate::hub::HubEvent;
@@ -140,6 +141,7 @@ pub struct Connection {
     stderr: Arc<Mutex<StderrLog>>,
     state: tokio::sync::Mutex<State>,
     status: Mutex<ServerStatus>,
+    elicitor: Arc<dyn Elicitor>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -171,7 +173,15 @@ impl Connection {
                 starts: 0,
                 server_info: None,
             }),
+            elicitor: Arc::new(DeclineAll),
         }
+    }
+
+    /// The same, with `elicitor` answering the server's requests for the user's input (each
+    /// is declined otherwise).
+    pub fn with_elicitor(mut self, elicitor: Arc<dyn Elicitor>) -> Connection {
+        self.elicitor = elicitor;
+        self
     }
 
     /// Its configuration and secrets.
@@ -443,6 +453,7 @@ impl Connection {
             routes: self.routes.clone(),
             events: self.events.clone(),
             tools: self.tools.clone(),
+            elicitor: self.elicitor.clone(),
         };
         let service = match &self.resolved.config.transport {
             TransportConfig::Stdio {

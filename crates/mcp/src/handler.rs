@@ -1,18 +1,20 @@
 //! The app's side of one connection: what it tells a server about itself, and what it does with
-//! the server's notifications. Progress is passed on for the call whose token it names, and a
-//! changed tool list marks the server's tools for a fresh `tools/list`.
+//! the server's notifications and requests. Progress is passed on for the call whose token it
+//! names, a changed tool list marks the server's tools for a fresh `tools/list`, and a request
+//! for the user's input goes to the app's [`Elicitor`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::ClientHandler;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, NumberOrString, ProgressNotificationParam,
-    ProgressToken,
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ErrorData, Implementation,
+    NumberOrString, ProgressNotificationParam, ProgressToken, ProtocolVersion,
 };
-use rmcp::service::{NotificationContext, RoleClient};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use tokio::sync::broadcast;
 
+use crate::elicit::{self, Elicitor};
 use crate::gate::ToolInfo;
 use crate::hub::HubEvent;
 
@@ -35,13 +37,29 @@ pub(crate) struct Handler {
     pub(crate) events: broadcast::Sender<HubEvent>,
     /// The server's tools as last listed, refreshed when it says they changed.
     pub(crate) tools: Arc<Mutex<Vec<ToolInfo>>>,
+    /// Who answers the server's requests for the user's input.
+    pub(crate) elicitor: Arc<dyn Elicitor>,
 }
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
         let mut me = Implementation::new("feishu-companion", env!("CARGO_PKG_VERSION"));
         me.title = Some("Feishu Companion".to_owned());
-        ClientConfig::new(ClientCapabilities::default(), me)
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = elicit::capability(self.elicitor.modes());
+        // rmcp's default is its newest revision, which has no `initialize` (it moved the
+        // handshake into each request): the handshake this client makes names the newest
+        // revision that has one, and the server answers with the one it speaks.
+        ClientConfig::new(capabilities, me)
+            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Ok(elicit::answer(self.elicitor.as_ref(), &self.server_id, request).await)
     }
 
     async fn on_progress(

@@ -10,6 +10,7 @@ use tokio::sync::broadcast;
 
 use crate::config::Resolved;
 use crate::connection::Connection;
+use crate::elicit::{DeclineAll, Elicitor};
 use crate::gate::ToolInfo;
 use crate::tool::McpTool;
 
@@ -46,6 +47,7 @@ pub enum HubEvent {
 pub struct Hub {
     connections: RwLock<BTreeMap<String, Arc<Connection>>>,
     events: broadcast::Sender<HubEvent>,
+    elicitor: Arc<dyn Elicitor>,
 }
 
 impl Default for Hub {
@@ -55,11 +57,17 @@ impl Default for Hub {
 }
 
 impl Hub {
-    /// No servers yet.
+    /// No servers yet; their requests for the user's input are declined.
     pub fn new() -> Hub {
+        Hub::with_elicitor(Arc::new(DeclineAll))
+    }
+
+    /// No servers yet; `elicitor` puts their requests for the user's input before the user.
+    pub fn with_elicitor(elicitor: Arc<dyn Elicitor>) -> Hub {
         Hub {
             connections: RwLock::new(BTreeMap::new()),
             events: broadcast::channel(256).0,
+            elicitor,
         }
     }
 
@@ -90,7 +98,8 @@ impl Hub {
                             None => known.get(&id).cloned().unwrap_or_default(),
                         };
                         stopped.extend(old);
-                        let conn = Connection::new(resolved, tools, self.events.clone());
+                        let conn = Connection::new(resolved, tools, self.events.clone())
+                            .with_elicitor(self.elicitor.clone());
                         next.insert(id, Arc::new(conn));
                     }
                 }

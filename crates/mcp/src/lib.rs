@@ -14,6 +14,7 @@
 pub mod config;
 pub mod connection;
 mod credentials;
+pub mod elicit;
 pub mod gate;
 mod handler;
 pub mod hub;
@@ -26,6 +27,7 @@ pub mod tool;
 pub use config::{Resolved, SecretKind, ServerConfig, TransportConfig};
 pub use connection::{CallError, Connection, Phase, ServerStatus};
 pub use credentials::Credentials;
+pub use elicit::{ElicitAnswer, ElicitModes, ElicitRequest, Elicitor};
 pub use gate::ToolInfo;
 pub use hub::{Hub, HubEvent};
 pub use tool::McpTool;
