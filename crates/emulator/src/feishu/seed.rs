@@ -90,6 +90,10 @@ pub struct SeedIds {
     pub archive_files: usize,
     /// 设计稿: a folder of a dozen files.
     pub design_folder_token: String,
+    /// The Base 需求池 (多维表格).
+    pub base_app_token: String,
+    /// Its table 需求: fields 标题 (text), 状态 (single select) and 估分 (number), three records.
+    pub base_table_id: String,
 }
 
 impl SeedIds {
@@ -253,6 +257,7 @@ pub(crate) fn build(now_ms: i64) -> (Tenant, SeedIds) {
             wiki_nodes: Vec::new(),
             tasks: Vec::new(),
             files: Vec::new(),
+            bases: Vec::new(),
             root_folder: String::new(),
             event_keys: HashMap::new(),
             message_uuids: HashMap::new(),
@@ -266,6 +271,14 @@ pub(crate) fn build(now_ms: i64) -> (Tenant, SeedIds) {
     let docs = seed_documents(&mut b);
     let tasks = seed_tasks(&mut b);
     let folders = seed_drive(&mut b, &docs);
+    let base = super::api::bitable::data::seed(token_id);
+    let base_app_token = base.app_token.clone();
+    let base_table_id = base
+        .tables
+        .first()
+        .map(|t| t.table_id.clone())
+        .unwrap_or_default();
+    b.tenant.bases.push(base);
     let ids = SeedIds {
         tenant_key: TENANT_KEY.to_owned(),
         demo_user: b.id("linxiao"),
@@ -305,6 +318,8 @@ pub(crate) fn build(now_ms: i64) -> (Tenant, SeedIds) {
         archive_folder_token: folders.archive,
         archive_files: folders.archive_files,
         design_folder_token: folders.design,
+        base_app_token,
+        base_table_id,
     };
     (b.tenant, ids)
 }

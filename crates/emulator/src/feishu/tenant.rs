@@ -223,6 +223,8 @@ pub(crate) struct Tenant {
     pub(crate) wiki_nodes: Vec<WikiNode>,
     pub(crate) tasks: Vec<Task>,
     pub(crate) files: Vec<DriveFile>,
+    /// Base apps (多维表格) with their tables and records.
+    pub(crate) bases: Vec<super::api::bitable::data::Base>,
     /// The drive's root folder (listed when `folder_token` is empty).
     pub(crate) root_folder: String,
     /// `idempotency_key` per (app, calendar) → event id. Feishu documents no window.

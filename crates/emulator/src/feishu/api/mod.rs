@@ -6,6 +6,7 @@
 
 pub mod scopes;
 
+pub mod bitable;
 pub(crate) mod bot;
 mod calendar;
 mod contact;
@@ -252,7 +253,7 @@ pub(crate) fn random_token(prefix: &str, len: usize) -> String {
 }
 
 pub(crate) fn routes(shared: Shared) -> Router<Shared> {
-    Router::new()
+    bitable::routes(Router::new())
         .route(scopes::PRIMARY_CALENDAR, post(calendar::primary))
         .route(scopes::INSTANCE_VIEW, get(calendar::instance_view))
         .route(scopes::EVENTS, post(calendar::create_event))

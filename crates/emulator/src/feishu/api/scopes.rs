@@ -174,7 +174,7 @@ pub struct Endpoint {
     pub write: bool,
 }
 
-const fn read(
+pub(crate) const fn read(
     method: &'static str,
     route: &'static str,
     scopes: &'static [ScopeGroup],
@@ -187,7 +187,7 @@ const fn read(
     }
 }
 
-const fn write(
+pub(crate) const fn write(
     method: &'static str,
     route: &'static str,
     scopes: &'static [ScopeGroup],
@@ -251,10 +251,12 @@ pub fn bot_endpoint(method: &str, route: &str) -> Option<&'static Endpoint> {
         .find(|e| e.method.eq_ignore_ascii_case(method) && e.route == route)
 }
 
-/// The endpoint serving `method` on `route` (a route constant, not a concrete path).
+/// The endpoint serving `method` on `route` (a route constant, not a concrete path), Base's
+/// included.
 pub fn endpoint(method: &str, route: &str) -> Option<&'static Endpoint> {
     ENDPOINTS
         .iter()
+        .chain(super::bitable::ENDPOINTS)
         .find(|e| e.method.eq_ignore_ascii_case(method) && e.route == route)
 }
 
