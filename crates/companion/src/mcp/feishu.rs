@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use agent::{ToolOutcome, ToolResult, ToolReturn};
+use agent::ToolReturn;
 use async_trait::async_trait;
 use feishu::TokenManager;
 use mcp::{Credentials, Resolved, ServerConfig, ToolInfo, TransportConfig};
@@ -66,13 +66,7 @@ fn needs_sign_in(tool: &str, scopes: Vec<String>) -> ToolReturn {
     } else {
         scopes
     };
-    ToolResult::new(ToolOutcome::NeedsUserAuth)
-        .with_content(format!(
-            "The user must sign in to Feishu and grant: {}. The app is showing them a sign-in card; the call runs again by itself afterwards.",
-            scopes.join(", ")
-        ))
-        .with_auth_scopes(scopes)
-        .into()
+    feishu::tools::needs_sign_in(scopes)
 }
 
 #[async_trait]

@@ -241,13 +241,7 @@ impl FeishuTool {
                 scopes.push(scope);
             }
         }
-        ToolResult::new(ToolOutcome::NeedsUserAuth)
-            .with_content(format!(
-                "The user must sign in to Feishu and grant: {}. The app is showing them a sign-in card; the call runs again by itself afterwards.",
-                scopes.join(", ")
-            ))
-            .with_auth_scopes(scopes)
-            .into()
+        needs_sign_in(scopes)
     }
 
     /// The app itself lacks a scope (99991672): only applying for it helps, and an administrator
@@ -282,6 +276,19 @@ impl FeishuTool {
             .with_content(text)
             .into()
     }
+}
+
+/// The result of a call that waits for the user to sign in to Feishu and grant `scopes`: the
+/// engine holds it behind an authorization card and runs it again after the sign-in. Every
+/// Feishu-backed tool answers this, the app's own and those it reaches over MCP alike.
+pub fn needs_sign_in(scopes: Vec<String>) -> ToolReturn {
+    ToolResult::new(ToolOutcome::NeedsUserAuth)
+        .with_content(format!(
+            "The user must sign in to Feishu and grant: {}. The app is showing them a sign-in card; the call runs again by itself afterwards.",
+            scopes.join(", ")
+        ))
+        .with_auth_scopes(scopes)
+        .into()
 }
 
 /// Every user scope the app may ask for, in the order the README's table and the settings page
