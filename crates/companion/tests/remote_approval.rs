@@ -1141,3 +1141,50 @@ async fn turning_it_off_takes_the_buttons_off_the_cards_and_closes_the_connectio
         "it still waits in the app"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_servers_write_is_approved_from_feishu_like_any_write() {
+    let s = setup().await;
+    sign_in_for(&s.app, &["docx:document:create"]).await;
+    let before = s.demo.feishu.documents_created();
+    let outcome = s
+        .app
+        .send_message(&s.session, "帮我写一份周报")
+        .await
+        .unwrap();
+    assert_eq!(outcome.status, InvocationStatus::Suspended);
+    // Its card in Feishu names the MCP server and the tool, as the app's card does.
+    let card = eventually("the MCP call's card in Feishu", || {
+        s.demo
+            .feishu
+            .bot_cards(Some(&s.user))
+            .into_iter()
+            .find(|c| c.card.to_string().contains("create-doc"))
+    })
+    .await;
+    let text = card.card.to_string();
+    assert!(text.contains("MCP"), "{text}");
+    assert!(text.contains("飞书文档"), "{text}");
+    let clicked = s
+        .demo
+        .feishu
+        .click_card(&card.message_id, click("approve"))
+        .await
+        .unwrap();
+    assert_eq!(clicked.toast.unwrap()["type"], "success");
+    eventually("the document written once", || {
+        (s.demo.feishu.documents_created() == before + 1).then_some(())
+    })
+    .await;
+    let audit = s
+        .app
+        .audit(&agent::persist::AuditFilter::default())
+        .unwrap();
+    let approved = audit
+        .iter()
+        .find(|a| {
+            a.kind == "approval.approved" && a.tool.as_deref() == Some("mcp__feishu__create-doc")
+        })
+        .expect("audited");
+    assert_eq!(approved.actor, "user:feishu");
+}
