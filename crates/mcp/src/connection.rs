@@ -4,7 +4,7 @@
 //! (its notifications reach the hub for the call's card), a timeout that progress resets, and a
 //! guard that tells the server `notifications/cancelled` when the call is dropped unfinished.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -15,7 +15,7 @@ use rmcp::model::{
     ClientRequest, RequestId, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::TokioChildProcess;
 use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::broadcast;
@@ -64,10 +64,12 @@ pub enum CallError {
         /// Its message.
         message: String,
     },
-    /// The server asks the user to sign in (HTTP 401 with its challenge).
+    /// The server refuses the request over HTTP, with its `WWW-Authenticate` challenge: 401
+    /// (sign in), or 403 `insufficient_scope` (grant more); and no credentials cured it.
     #[error("asks to sign in")]
     AuthRequired(String),
-    /// The user must sign in or grant a permission first: the engine's result says which.
+    /// The result the server's credentials give instead of the server's answer: typically the
+    /// user must sign in or grant a permission first, and the engine's result says which.
     #[error("needs the user's sign-in")]
     NeedsAuth(agent::ToolReturn),
     /// An answer the app cannot use yet (a task, a request for input).
@@ -215,8 +217,41 @@ impl Connection {
 
     /// Starts the server if it is not running (or was stopped), and lists its tools.
     pub async fn start(&self) -> Result<(), CallError> {
-        let headers = self.changing_headers("").await?;
-        self.live(&headers).await.map(|_| ())
+        let mut retry = true;
+        loop {
+            let headers = self.changing_headers("").await?;
+            match self.live(&headers).await {
+                Err(CallError::AuthRequired(challenge)) => {
+                    self.challenged("", challenge, &headers, &mut retry).await?;
+                }
+                other => return other.map(|_| ()),
+            }
+        }
+    }
+
+    /// What becomes of a request the server refused with `challenge` while the credentials
+    /// gave `sent`: their result (the call waits for the user's sign-in), or, once, another try
+    /// when they renewed themselves (a refreshed token); else the refusal as it is.
+    async fn challenged(
+        &self,
+        tool: &str,
+        challenge: String,
+        sent: &BTreeMap<String, String>,
+        retry: &mut bool,
+    ) -> Result<(), CallError> {
+        let Some(credentials) = &self.resolved.credentials else {
+            return Err(CallError::AuthRequired(challenge));
+        };
+        if let Some(result) = credentials.on_challenge(tool, &challenge).await {
+            return Err(CallError::NeedsAuth(result));
+        }
+        // A 401 or 403 means the server did not act on the request: trying again is safe.
+        let renewed = matches!(credentials.headers(tool).await, Ok(now) if &now != sent);
+        if renewed && std::mem::take(retry) {
+            Ok(())
+        } else {
+            Err(CallError::AuthRequired(challenge))
+        }
     }
 
     /// The headers the server's credentials give now (none without credentials).
@@ -246,8 +281,28 @@ impl Connection {
         args: Map<String, Value>,
         call_id: &str,
     ) -> Result<CallToolResult, CallError> {
-        let headers = self.changing_headers(tool).await?;
-        let live = self.live(&headers).await?;
+        let mut retry = true;
+        loop {
+            let headers = self.changing_headers(tool).await?;
+            match self.call_once(tool, args.clone(), call_id, &headers).await {
+                Err(CallError::AuthRequired(challenge)) => {
+                    self.challenged(tool, challenge, &headers, &mut retry)
+                        .await?;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// One try of [`Self::call`], with the credentials' `headers`.
+    async fn call_once(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        call_id: &str,
+        headers: &BTreeMap<String, String>,
+    ) -> Result<CallToolResult, CallError> {
+        let live = self.live(headers).await?;
         let timeout = Duration::from_secs(u64::from(self.resolved.config.timeout_secs));
         let mut params = CallToolRequestParams::new(tool.to_owned());
         params.arguments = Some(args);
@@ -398,6 +453,15 @@ impl Connection {
             s.starts += 1;
         });
         match tokio::time::timeout(START_TIMEOUT, self.connect(failures, headers)).await {
+            Ok(Err(ConnectError::SignIn(challenge))) => {
+                // Not a failure: the server is fine, and waiting would not sign anyone in.
+                *state = State::Idle;
+                self.set_status(|s| {
+                    s.phase = Phase::Idle;
+                    s.error = Some("it asks to sign in".to_owned());
+                });
+                Err(CallError::AuthRequired(challenge))
+            }
             Ok(Ok(live)) => {
                 let live = Arc::new(live);
                 *state = State::Live(live.clone());
@@ -418,7 +482,7 @@ impl Connection {
             }
             outcome => {
                 let error = match outcome {
-                    Ok(Err(e)) => e,
+                    Ok(Err(ConnectError::Failed(e))) => e,
                     _ => format!("no answer within {} s", START_TIMEOUT.as_secs()),
                 };
                 let error = match self.stderr_tail() {
@@ -447,7 +511,7 @@ impl Connection {
         &self,
         failures: u32,
         changing: &BTreeMap<String, String>,
-    ) -> Result<Live, String> {
+    ) -> Result<Live, ConnectError> {
         let handler = Handler {
             server_id: self.resolved.config.id.clone(),
             routes: self.routes.clone(),
@@ -487,23 +551,30 @@ impl Connection {
             TransportConfig::Http { url, .. } => {
                 let mut headers = self.resolved.headers.clone();
                 headers.extend(changing.iter().map(|(k, v)| (k.clone(), v.clone())));
-                let transport = http_transport(url, &headers)?;
+                let transport = crate::http::transport(url, &headers)?;
                 match handler.serve(transport).await {
                     Ok(service) => service,
                     Err(e) => {
                         if let Some(challenge) = e.auth_challenge() {
-                            return Err(format!("the server asks to sign in ({challenge})"));
+                            return Err(ConnectError::SignIn(challenge.to_owned()));
                         }
-                        return Err(e.to_string());
+                        return Err(e.to_string().into());
                     }
                 }
             }
         };
-        let tools = service
-            .peer()
-            .list_all_tools()
-            .await
-            .map_err(|e| format!("tools/list failed: {e}"))?;
+        let tools = match service.peer().list_all_tools().await {
+            Ok(tools) => tools,
+            Err(e) => {
+                service.cancellation_token().cancel();
+                // Some servers let anyone shake hands and ask for a token from the first
+                // request on.
+                if let Some(challenge) = e.auth_challenge() {
+                    return Err(ConnectError::SignIn(challenge.to_owned()));
+                }
+                return Err(format!("tools/list failed: {e}").into());
+            }
+        };
         *self.tools.lock().unwrap_or_else(PoisonError::into_inner) =
             tools.iter().map(ToolInfo::from_mcp).collect();
         Ok(Live {
@@ -522,6 +593,20 @@ impl Connection {
     }
 }
 
+/// Why a server could not be connected.
+enum ConnectError {
+    /// It asks to sign in first (its challenge).
+    SignIn(String),
+    /// Anything else, in words.
+    Failed(String),
+}
+
+impl From<String> for ConnectError {
+    fn from(error: String) -> Self {
+        ConnectError::Failed(error)
+    }
+}
+
 /// The pause before start number `failures + 1` of a failing server.
 pub(crate) fn backoff(failures: u32) -> Duration {
     if failures == 0 {
@@ -529,35 +614,6 @@ pub(crate) fn backoff(failures: u32) -> Duration {
     }
     let secs = 1u64 << (failures - 1).min(6);
     Duration::from_secs(secs).min(MAX_BACKOFF)
-}
-
-fn http_transport(
-    url: &str,
-    headers: &std::collections::BTreeMap<String, String>,
-) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
-    use reqwest::header::{HeaderName, HeaderValue};
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    // Headers may carry credentials: they must not follow a redirect to another server.
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .connect_timeout(Duration::from_secs(10))
-        .build()
-        .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
-    let mut custom = HashMap::new();
-    for (name, value) in headers {
-        let name = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| format!("{name:?} is not a valid header name"))?;
-        let mut value = HeaderValue::from_str(value)
-            .map_err(|_| format!("the value of header {name} is not valid in a header"))?;
-        value.set_sensitive(true);
-        custom.insert(name, value);
-    }
-    let config =
-        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
-            url.to_owned(),
-        )
-        .custom_headers(custom);
-    Ok(StreamableHttpClientTransport::with_client(client, config))
 }
 
 /// Tells the server to stop a call that was dropped before its answer (a turn the user

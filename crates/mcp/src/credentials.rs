@@ -28,4 +28,13 @@ pub trait Credentials: Send + Sync + std::fmt::Debug {
     async fn on_error_result(&self, _tool: &str, _text: &str) -> Option<ToolReturn> {
         None
     }
+
+    /// The result to give when the server refuses a request over HTTP with this
+    /// `WWW-Authenticate` challenge (401: sign in; 403 `insufficient_scope`: grant more), at
+    /// connection or during a call. `None` leaves the refusal as it is, unless the credentials
+    /// renewed themselves meanwhile (a refreshed token): then the request is made once more with
+    /// the new `headers`.
+    async fn on_challenge(&self, _tool: &str, _www_authenticate: &str) -> Option<ToolReturn> {
+        None
+    }
 }

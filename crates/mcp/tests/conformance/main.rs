@@ -8,6 +8,8 @@
 //! when the system's is older).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod auth;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -60,6 +62,8 @@ pub struct Run {
     pub checks: Vec<Value>,
     /// What it printed (the checks, the client's output), for a failure's message.
     pub log: String,
+    /// What the client wrote to stdout and stderr, as the suite kept it.
+    pub client: String,
 }
 
 impl Run {
@@ -118,13 +122,24 @@ pub fn run(scenario: &str) -> Run {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    let checks = find_checks(out_dir.path())
+    let found = find_checks(out_dir.path());
+    let checks = found
+        .as_ref()
         .map(|path| serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap())
         .unwrap_or_default();
+    let client = found
+        .and_then(|path| {
+            let dir = path.parent()?.to_owned();
+            let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+            Some(format!("{}{}", read("stdout.txt"), read("stderr.txt")))
+        })
+        .unwrap_or_default();
+    let log = format!("{log}\n--- the client:\n{client}");
     Run {
         passed: output.status.success(),
         checks,
         log,
+        client,
     }
 }
 
