@@ -13,6 +13,8 @@
 mod challenge;
 mod sign_in;
 mod store;
+#[cfg(test)]
+mod tests;
 mod token;
 
 use std::collections::BTreeMap;

@@ -125,7 +125,10 @@ impl McpOAuth {
 
 /// The code (and the RFC 9207 issuer, if given) in what the browser came back with: the whole
 /// redirect URL, or the code alone.
-fn read_callback(callback: &str, state: &str) -> Result<(String, Option<String>), OAuthError> {
+pub(super) fn read_callback(
+    callback: &str,
+    state: &str,
+) -> Result<(String, Option<String>), OAuthError> {
     let callback = callback.trim();
     let Some(url) = reqwest::Url::parse(callback)
         .ok()

@@ -161,7 +161,7 @@ impl McpOAuth {
 }
 
 /// Seconds since the epoch.
-fn now() -> u64 {
+pub(super) fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
@@ -169,7 +169,7 @@ fn now() -> u64 {
 
 /// Whether the token of `credentials` expires within the refresh margin at `now`; a token
 /// without an expiry is used until the server refuses it.
-fn expiring(credentials: &StoredCredentials, now: u64) -> bool {
+pub(super) fn expiring(credentials: &StoredCredentials, now: u64) -> bool {
     let (Some(response), Some(received)) =
         (&credentials.token_response, credentials.token_received_at)
     else {
