@@ -6,7 +6,9 @@
 //! again after a crash with a growing pause. The *hub* ([`Hub`]) holds every server and gives the
 //! agent their tools ([`McpTool`]), each named `mcp__<server>__<tool>` ([`naming`]). Every call
 //! goes through the engine's approval gate like a built-in tool: what counts as a read is
-//! decided by the user, never by the server alone ([`gate`]).
+//! decided by the user, never by the server alone ([`gate`]). A remote server that asks the
+//! user to sign in holds the call until they have ([`oauth`]); a server that asks the user for
+//! input mid-call reaches the app's [`Elicitor`] ([`elicit`]).
 //!
 //! Imports: the engine's vocabulary (`agent`) and `rmcp`; nothing of the app, Feishu, SQLite or
 //! Tauri. Secrets come in resolved ([`Resolved`]); where they are kept is the app's business.

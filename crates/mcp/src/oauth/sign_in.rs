@@ -21,13 +21,14 @@ impl McpOAuth {
             .map_err(|e| OAuthError::Discovery(e.to_string()))?;
         manager.set_metadata(found.metadata);
         // A step-up asks for what was asked before and what the server wants now; a first
-        // sign-in for what the server names (its challenge, else its metadata), or nothing.
+        // sign-in for what the server names (its challenge, else its metadata), or nothing;
+        // signing in again keeps what was granted before.
         let scopes = match &mut inner.step_up {
             Some(step) => {
                 step.sign_ins += 1;
                 challenge::union(&saved.requested, &step.scopes)
             }
-            None => manager.select_initial_scopes(&[]).await,
+            None => challenge::union(&saved.requested, &manager.select_initial_scopes(&[]).await),
         };
         let client = match (&self.preregistered, &saved.client) {
             (Some(given), _) => Client {
