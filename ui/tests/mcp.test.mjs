@@ -264,3 +264,31 @@ test('an MCP approval card shows its high risk and wraps long arguments inside t
     assert.deepEqual(page.errors, []);
   }
 });
+
+for (const [locale, lang] of [['zh-CN', 'zh'], ['en-US', 'en']]) {
+  test(`a call held for a remote MCP server's own sign-in says so, and its button asks for that server (${lang})`, async () => {
+    const page = await open({ opts: { signedIn: true }, locale });
+    const id = await page.evaluate(() =>
+      window.__fake.propose({
+        tool: 'mcp__notes__search',
+        title: { zh: 'MCP 工具 · notes · search', en: 'MCP tool · notes · search' },
+        status: 'awaiting_auth',
+        pending: true,
+        requires_approval: false,
+        scopes: [{ scope: 'mcp:notes', label: { zh: '登录 MCP 服务器 notes', en: 'Sign in to the MCP server notes' } }],
+      }),
+    );
+    const card = page.locator(`[data-testid="auth-card"][data-call-id="${id}"]`);
+    await card.waitFor();
+    const text = await card.innerText();
+    assert.match(text, lang === 'zh' ? /需要登录 MCP 服务器/ : /Sign-in to an MCP server needed/);
+    assert.doesNotMatch(text, lang === 'zh' ? /飞书授权|使用飞书登录/ : /Feishu permission|Sign in with Feishu/);
+    // Signed in to Feishu, yet not to this server: the card does not claim a Feishu account covers it.
+    assert.match(text, lang === 'zh' ? /尚未登录该服务器/ : /Not signed in to this server yet/);
+    await card.getByTestId('sign-in').click();
+    await page.waitForFunction(() => window.__fake.commandsCalled('sign_in').length > 0);
+    const args = await lastArgs(page, 'sign_in');
+    assert.deepEqual(args.scopes, ['mcp:notes']);
+    assert.deepEqual(page.errors, []);
+  });
+}

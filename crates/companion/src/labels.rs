@@ -80,6 +80,16 @@ pub fn audit_kind(kind: &str) -> Text {
 
 /// A Feishu permission in words; the raw scope stays in [`ScopeView::scope`].
 pub fn scope(scope: &str) -> ScopeView {
+    // A remote MCP server's sign-in (see `crate::mcp::sign_in`), named by the server's id.
+    if let Some(server) = scope.strip_prefix("mcp:") {
+        return ScopeView {
+            scope: scope.to_owned(),
+            label: Text::new(
+                format!("登录 MCP 服务器 {server}"),
+                format!("Sign in to the MCP server {server}"),
+            ),
+        };
+    }
     let (zh, en) = match scope {
         "offline_access" => ("保持登录状态", "Stay signed in"),
         "calendar:calendar:readonly" | "calendar:calendar:read" => {

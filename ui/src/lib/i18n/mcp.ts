@@ -99,6 +99,10 @@ export const en = {
   mcp_close: 'Close',
   // a running call
   mcp_progress: 'Progress',
+  mcp_auth_title: 'Sign-in to an MCP server needed',
+  mcp_auth_body: 'To continue, sign in to this server in its own page:',
+  mcp_sign_in: 'Sign in',
+  mcp_auth_idle: 'Not signed in to this server yet',
 };
 
 export const zh: Record<keyof typeof en, string> = {
@@ -195,4 +199,8 @@ export const zh: Record<keyof typeof en, string> = {
   mcp_import_note: '导入的服务器不受信任，首次需要时才会启动。',
   mcp_close: '关闭',
   mcp_progress: '进度',
+  mcp_auth_title: '需要登录 MCP 服务器',
+  mcp_auth_body: '继续之前，请在该服务器自己的页面上登录：',
+  mcp_sign_in: '登录',
+  mcp_auth_idle: '尚未登录该服务器',
 };
