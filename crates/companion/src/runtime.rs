@@ -199,6 +199,7 @@ pub(crate) async fn build(
     // Feishu's hosted docs server, with this runtime's Feishu and sign-in.
     mcp.set_builtin(
         crate::mcp::feishu::server(&endpoints, tokens.clone()),
+        crate::mcp::lark::LarkRuntime::new(&endpoints, tokens.clone()),
         vault,
     );
     let api = ApiClient::new(endpoints, tokens.clone(), RetryPolicy::default())
@@ -285,8 +286,10 @@ fn register_demo_app(feishu: &FeishuEmulator, settings: &Settings) {
         app_id: DEMO_APP_ID.to_owned(),
         app_secret: DEMO_APP_ID.to_owned(),
         redirect_uris: vec![settings.feishu.redirect_url()],
+        // Base's scopes too: the lark-mcp preset's Base tools ask for them.
         enabled_scopes: emulator::feishu::api::scopes::PREFERRED_SCOPES
             .iter()
+            .chain(emulator::feishu::api::bitable::SCOPES)
             .map(|s| (*s).to_owned())
             .collect(),
     });

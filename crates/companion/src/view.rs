@@ -811,6 +811,17 @@ pub enum UiEventView {
     },
     /// An MCP server started, stopped, failed or listed new tools: read them again.
     McpServers,
+    /// Getting the lark-mcp preset ready moved on (Settings → MCP servers).
+    McpSetup {
+        /// `node`, `npm` (downloads) or `lark-mcp` (the install).
+        step: String,
+        /// Bytes, or packages fetched.
+        done: u64,
+        /// Of how many, when known.
+        total: Option<u64>,
+        /// What it is doing.
+        message: Text,
+    },
     /// An MCP call reported progress, for its card.
     McpProgress {
         /// The call.
@@ -837,6 +848,17 @@ impl UiEventView {
             }),
             crate::UiEvent::OpenInbox => Some(UiEventView::OpenInbox),
             crate::UiEvent::Mcp(crate::mcp::McpEvent::Servers) => Some(UiEventView::McpServers),
+            crate::UiEvent::Mcp(crate::mcp::McpEvent::Setup {
+                step,
+                done,
+                total,
+                message,
+            }) => Some(UiEventView::McpSetup {
+                step: step.clone(),
+                done: *done,
+                total: *total,
+                message: message.clone(),
+            }),
             crate::UiEvent::Mcp(crate::mcp::McpEvent::Progress {
                 call_id,
                 progress,

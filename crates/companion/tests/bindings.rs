@@ -55,6 +55,7 @@ fn generate(dir: &Path) {
         companion::mcp::view::McpServerInput,
         companion::mcp::view::McpImportView,
         companion::mcp::view::McpImportSourceView,
+        companion::mcp::view::LarkMcpView,
     );
 }
 

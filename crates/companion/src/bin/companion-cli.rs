@@ -325,6 +325,18 @@ async fn print_events(mut events: tokio::sync::broadcast::Receiver<UiEvent>) {
                 println!("\n… MCP {progress}{of} {words}")
             }
             UiEvent::Mcp(companion::mcp::McpEvent::Servers) => {}
+            UiEvent::Mcp(companion::mcp::McpEvent::Setup {
+                step,
+                done,
+                total,
+                message,
+            }) => {
+                let of = total.map(|t| format!("/{t}")).unwrap_or_default();
+                println!(
+                    "\n… lark-mcp {step} {done}{of} {} / {}",
+                    message.zh, message.en
+                )
+            }
         }
     }
 }

@@ -13,6 +13,17 @@ use crate::core::{Companion, CompanionError, UiEvent};
 pub enum McpEvent {
     /// A server started, stopped, failed or listed its tools: the page reads them again.
     Servers,
+    /// Getting the lark-mcp preset ready (Node.js, lark-mcp) moved on.
+    Setup {
+        /// `node`, `npm` (downloads) or `lark-mcp` (the install).
+        step: String,
+        /// Bytes, or packages fetched.
+        done: u64,
+        /// Of how many, when known.
+        total: Option<u64>,
+        /// What it is doing.
+        message: crate::view::Text,
+    },
     /// A call reported progress.
     Progress {
         /// The engine's call.
@@ -62,12 +73,14 @@ impl Companion {
                 None => {
                     let mut taken: Vec<String> = servers.iter().map(|s| s.id.clone()).collect();
                     taken.push(super::feishu::ID.to_owned());
+                    taken.push(super::lark::ID.to_owned());
                     unique_id(&slug(&input.name), &taken)
                 }
             };
-            if id == super::feishu::ID {
+            if id == super::feishu::ID || id == super::lark::ID {
                 return Err(CompanionError::Other(
-                    "the built-in Feishu Docs server cannot be changed".to_owned(),
+                    "内置的 MCP 服务器不能修改 / a built-in MCP server cannot be changed"
+                        .to_owned(),
                 ));
             }
             let old = servers.iter().position(|s| s.id == id);
@@ -149,6 +162,7 @@ impl Companion {
     pub async fn import_mcp_servers(&self, text: &str) -> Result<McpImportView, CompanionError> {
         let mut taken: Vec<String> = self.mcp().configs().into_iter().map(|s| s.id).collect();
         taken.push(super::feishu::ID.to_owned());
+        taken.push(super::lark::ID.to_owned());
         let imported =
             mcp::import::parse(text, &taken).map_err(|e| CompanionError::Other(e.to_string()))?;
         let configs: Vec<ServerConfig> =
@@ -265,7 +279,7 @@ impl Companion {
     }
 
     /// The servers changed: the hub takes them, the agent is rebuilt, the page reads again.
-    fn mcp_changed(&self) -> Result<(), CompanionError> {
+    pub(crate) fn mcp_changed(&self) -> Result<(), CompanionError> {
         self.mcp().configure(self.vault());
         self.apply_agent()?;
         self.emit(UiEvent::Mcp(McpEvent::Servers));

@@ -18,6 +18,9 @@ pub(crate) struct McpFile {
     /// The servers, in the order the user added them.
     #[serde(default)]
     pub(crate) servers: Vec<ServerConfig>,
+    /// The lark-mcp preset (see [`super::lark`]); absent until first switched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) lark_mcp: Option<super::lark::LarkSettings>,
 }
 
 /// Reads `path`; a missing file is no servers. A damaged one is an error naming the file and

@@ -8,10 +8,11 @@ mod api;
 pub(crate) mod feishu;
 pub use api::McpEvent;
 mod file;
+pub(crate) mod lark;
 pub mod view;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use mcp::config::{SecretKind, secret_name};
@@ -31,6 +32,11 @@ pub(crate) struct McpServers {
     damaged: Option<String>,
     /// The built-in Feishu Docs server of the current runtime (see [`feishu`]).
     builtin: Mutex<Option<Resolved>>,
+    /// What the lark-mcp preset takes from the current runtime (see [`lark`]).
+    lark_runtime: Mutex<Option<lark::LarkRuntime>>,
+    /// The Node.js the preset runs on, as last looked for.
+    lark_node: Mutex<Option<Result<lark::node::Node, lark::node::NodeProblem>>>,
+    data_dir: PathBuf,
     hub: Hub,
 }
 
@@ -54,12 +60,21 @@ impl McpServers {
                 (McpFile::default(), Some(e.to_string()))
             }
         };
+        // Looked for at once only when the preset is on: its server is configured at start.
+        let lark_node = loaded
+            .lark_mcp
+            .as_ref()
+            .filter(|l| l.enabled)
+            .map(|_| lark::node::find(&paths.data_dir));
         let servers = McpServers {
             config_path,
             catalogue_path,
             file: Mutex::new(loaded),
             damaged,
             builtin: Mutex::new(None),
+            lark_runtime: Mutex::new(None),
+            lark_node: Mutex::new(lark_node),
+            data_dir: paths.data_dir.clone(),
             hub: Hub::new(),
         };
         servers.configure(vault);
@@ -76,16 +91,86 @@ impl McpServers {
         lock(&self.file).servers.clone()
     }
 
-    /// Every server: the built-in one first, then the user's.
+    /// Every server: the built-in ones first, then the user's.
     fn all_configs(&self) -> Vec<ServerConfig> {
         let builtin = lock(&self.builtin).as_ref().map(|r| r.config.clone());
-        builtin.into_iter().chain(self.configs()).collect()
+        let lark = self.lark_server().map(|r| r.config);
+        builtin
+            .into_iter()
+            .chain(lark)
+            .chain(self.configs())
+            .collect()
     }
 
-    /// The built-in server for a new runtime (its Feishu, its sign-in), then the hub.
-    pub(crate) fn set_builtin(&self, server: Resolved, vault: &Vault) {
+    /// The built-in servers for a new runtime (its Feishu, its app, its sign-in), then the hub.
+    pub(crate) fn set_builtin(&self, server: Resolved, lark: lark::LarkRuntime, vault: &Vault) {
         *lock(&self.builtin) = Some(server);
+        *lock(&self.lark_runtime) = Some(lark);
         self.configure(vault);
+    }
+
+    /// The preset as set in `mcp.json`.
+    pub(crate) fn lark_settings(&self) -> lark::LarkSettings {
+        lock(&self.file).lark_mcp.clone().unwrap_or_default()
+    }
+
+    /// The data folder (where the preset's Node.js and lark-mcp go).
+    pub(crate) fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    /// Looks for Node.js again (blocking while each answers `--version`), keeps and answers it.
+    pub(crate) fn find_lark_node(&self) -> Result<lark::node::Node, lark::node::NodeProblem> {
+        let found = lark::node::find(&self.data_dir);
+        *lock(&self.lark_node) = Some(found.clone());
+        found
+    }
+
+    /// The Node.js last found, if any was usable.
+    pub(crate) fn lark_node(&self) -> Option<lark::node::Node> {
+        lock(&self.lark_node).clone().and_then(Result::ok)
+    }
+
+    /// What the last look for Node.js found (nothing looked for yet: missing).
+    pub(crate) fn find_lark_node_cached(
+        &self,
+    ) -> Result<lark::node::Node, lark::node::NodeProblem> {
+        lock(&self.lark_node)
+            .clone()
+            .unwrap_or(Err(lark::node::NodeProblem::Missing))
+    }
+
+    /// The preset's server, when it is on and ready (Node.js found, lark-mcp installed).
+    fn lark_server(&self) -> Option<Resolved> {
+        let settings = self.lark_settings();
+        let runtime = lock(&self.lark_runtime).clone()?;
+        let node = self.lark_node()?;
+        let prefix = settings.prefix(&self.data_dir);
+        (settings.enabled
+            && lark::setup::installed_version(&prefix).as_deref() == Some(lark::setup::VERSION))
+        .then(|| {
+            lark::server(
+                &settings,
+                &runtime,
+                &node.path,
+                &prefix,
+                &lark::LarkSettings::state(&self.data_dir),
+            )
+        })
+    }
+
+    /// Changes the preset with `change` and writes it; refused while the file is damaged.
+    pub(crate) fn update_lark(
+        &self,
+        change: impl FnOnce(&mut lark::LarkSettings),
+    ) -> Result<(), CompanionError> {
+        self.refuse_if_damaged()?;
+        let mut current = lock(&self.file);
+        let mut next = current.clone();
+        change(next.lark_mcp.get_or_insert_with(Default::default));
+        file::save(&self.config_path, &next)?;
+        *current = next;
+        Ok(())
     }
 
     /// Hands the configured servers, with their secrets, to the hub.
@@ -93,6 +178,7 @@ impl McpServers {
         let builtin = lock(&self.builtin).clone();
         let resolved = builtin
             .into_iter()
+            .chain(self.lark_server())
             .chain(self.configs().into_iter().map(|c| resolve(c, vault)))
             .collect();
         let mut known = file::load_catalogue(&self.catalogue_path);
@@ -119,17 +205,23 @@ impl McpServers {
         &self,
         change: impl FnOnce(&mut Vec<ServerConfig>) -> Result<T, CompanionError>,
     ) -> Result<T, CompanionError> {
-        if let Some(why) = &self.damaged {
-            return Err(CompanionError::Other(format!(
-                "{why}. Repair or remove the file, then restart the app."
-            )));
-        }
+        self.refuse_if_damaged()?;
         let mut current = lock(&self.file);
         let mut next = current.clone();
         let out = change(&mut next.servers)?;
         file::save(&self.config_path, &next)?;
         *current = next;
         Ok(out)
+    }
+
+    /// An unreadable `mcp.json` is never overwritten.
+    fn refuse_if_damaged(&self) -> Result<(), CompanionError> {
+        match &self.damaged {
+            Some(why) => Err(CompanionError::Other(format!(
+                "{why}. Repair or remove the file, then restart the app."
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// Every server as the page shows it.
@@ -180,7 +272,7 @@ impl McpServers {
             .map(|(_, n)| n.clone())
             .collect();
         McpServerView {
-            builtin: config.id == feishu::ID,
+            builtin: config.id == feishu::ID || config.id == lark::ID,
             id: config.id.clone(),
             name: config.display_name().to_owned(),
             transport: transport.to_owned(),

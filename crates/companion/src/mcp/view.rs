@@ -133,3 +133,34 @@ pub struct McpImportSourceView {
     /// How many servers it lists.
     pub servers: u32,
 }
+
+/// The lark-mcp preset (Feishu's official MCP server for the rest of the Open API), as the
+/// settings page shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct LarkMcpView {
+    /// Switched on.
+    pub enabled: bool,
+    /// The tools it turns on (lark-mcp's `-t`: tool names and presets).
+    pub tools: String,
+    /// What the switch turns on unless the user chose otherwise.
+    pub default_tools: String,
+    /// The Node.js found (program), if any.
+    pub node_path: Option<String>,
+    /// Its version.
+    pub node_version: Option<String>,
+    /// A Node.js 20 or newer with npm is at hand.
+    pub node_ready: bool,
+    /// The lark-mcp version installed, if any.
+    pub installed: Option<String>,
+    /// The version the app runs.
+    pub version: String,
+    /// Where lark-mcp is installed (or goes).
+    pub package_dir: String,
+    /// What is missing before it can run; `null` when it is ready.
+    pub problem: Option<crate::view::Text>,
+    /// Of its tools, those that run without approval: what the Feishu API each calls shows to
+    /// be a read.
+    pub read_tools: Vec<String>,
+    /// The server (state, tools), once it is on and ready.
+    pub server: Option<McpServerView>,
+}

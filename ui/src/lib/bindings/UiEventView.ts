@@ -2,6 +2,7 @@
 import type { CallView } from "./CallView";
 import type { ConnectView } from "./ConnectView";
 import type { SignInView } from "./SignInView";
+import type { Text } from "./Text";
 import type { TimelineItem } from "./TimelineItem";
 
 /**
@@ -63,7 +64,23 @@ call_ids: Array<string>, } | { "type": "connect",
 /**
  * Where it stands.
  */
-status: ConnectView, } | { "type": "mcp_servers" } | { "type": "mcp_progress", 
+status: ConnectView, } | { "type": "mcp_servers" } | { "type": "mcp_setup", 
+/**
+ * `node`, `npm` (downloads) or `lark-mcp` (the install).
+ */
+step: string, 
+/**
+ * Bytes, or packages fetched.
+ */
+done: number, 
+/**
+ * Of how many, when known.
+ */
+total: number | null, 
+/**
+ * What it is doing.
+ */
+message: Text, } | { "type": "mcp_progress", 
 /**
  * The call.
  */
