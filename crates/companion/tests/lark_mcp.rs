@@ -158,9 +158,9 @@ async fn switched_on_in_demo_mode_it_asks_for_the_scope_feishu_names_then_writes
 
 const REAL_APP: &str = "cli_lark_mcp_test";
 
-/// The user's own Feishu app (an emulator standing in for open.feishu.cn) with Base's scopes,
-/// and a model that searches the Base, then adds a record, then says so.
-async fn real_app(dir: &Path) -> (FeishuEmulator, ModelServer, Companion) {
+/// The user's own Feishu app (an emulator standing in for open.feishu.cn) with Base's scopes
+/// but `lacking`, and a model that searches the Base, then adds a record, then says so.
+async fn real_app(dir: &Path, lacking: &[&str]) -> (FeishuEmulator, ModelServer, Companion) {
     let feishu = FeishuEmulator::start().await.unwrap();
     let path = base_path(&feishu);
     let model = ModelServer::start(Script::of_steps(vec![
@@ -190,6 +190,7 @@ async fn real_app(dir: &Path) -> (FeishuEmulator, ModelServer, Companion) {
         enabled_scopes: PREFERRED_SCOPES
             .iter()
             .chain(bitable::SCOPES)
+            .filter(|s| !lacking.contains(s))
             .map(|s| (*s).to_owned())
             .collect(),
     });
@@ -212,7 +213,7 @@ async fn real_app(dir: &Path) -> (FeishuEmulator, ModelServer, Companion) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn through_the_engine_a_read_runs_and_a_record_is_held_approved_and_written_once() {
     let dir = tempfile::tempdir().unwrap();
-    let (feishu, _model, app) = real_app(dir.path()).await;
+    let (feishu, _model, app) = real_app(dir.path(), &[]).await;
     common::sign_in_for(
         &app,
         vec!["base:record:retrieve".into(), "base:record:create".into()],
@@ -260,6 +261,37 @@ async fn through_the_engine_a_read_runs_and_a_record_is_held_approved_and_writte
     assert_eq!(written[0]["标题"], "消息撤回");
     assert_eq!(feishu.writes_to(bitable::RECORDS), 1);
     assert_eq!(common::last_text(&app, &session), "已添加到需求池。");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scope_the_app_itself_lacks_gets_the_scope_apply_card() {
+    let dir = tempfile::tempdir().unwrap();
+    let (feishu, _model, app) = real_app(dir.path(), &["base:record:create"]).await;
+    common::sign_in(&app).await;
+    let on = app.set_lark_mcp(true, None).await.unwrap();
+    assert_eq!(on.server.unwrap().phase, "running");
+    let row = json!({"path": base_path(&feishu), "data": {"fields": {"标题": "x"}}});
+    // lark-mcp passes Feishu's 99991672 on unchanged; the app reads the scope from it.
+    match run(&app, CREATE, row).await {
+        ToolReturn::Result(r) => {
+            assert_eq!(r.outcome, ToolOutcome::NeedsUserAuth);
+            assert_eq!(r.auth_scopes, ["base:record:create"]);
+            let url = r.authorize_url.expect("the scope-apply page");
+            assert!(url.starts_with(&feishu.base_url()), "{url}");
+            assert!(url.contains("page/scope-apply"), "{url}");
+            assert!(
+                url.contains(REAL_APP) && url.contains("base%3Arecord%3Acreate"),
+                "{url}"
+            );
+        }
+        other => panic!("expected the scope-apply card: {other:?}"),
+    }
+    let seed = feishu.seed();
+    assert!(
+        feishu
+            .base_records_created(&seed.base_app_token, &seed.base_table_id)
+            .is_empty()
+    );
 }
 
 /// The tool list the app classifies is lark-mcp's own: regenerated from the installed package
