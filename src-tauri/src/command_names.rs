@@ -67,4 +67,7 @@ pub const COMMANDS: &[&str] = &[
     "restart_mcp_server",
     "mcp_server_log",
     "set_mcp_tool_read",
+    "lark_mcp",
+    "set_lark_mcp",
+    "install_lark_mcp",
 ];

@@ -109,6 +109,9 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         crate::mcp::restart_mcp_server,
         crate::mcp::mcp_server_log,
         crate::mcp::set_mcp_tool_read,
+        crate::mcp::lark_mcp,
+        crate::mcp::set_lark_mcp,
+        crate::mcp::install_lark_mcp,
     ]
 }
 

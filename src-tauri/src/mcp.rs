@@ -78,3 +78,27 @@ pub(crate) async fn set_mcp_tool_read(
     let c = shell.companion().await?;
     c.set_mcp_tool_read(&id, &tool, read).await.map_err(text)
 }
+
+#[tauri::command]
+pub(crate) async fn lark_mcp(shell: State<'_, Shell>) -> Answer<companion::mcp::view::LarkMcpView> {
+    let c = shell.companion().await?;
+    Ok(c.lark_mcp().await)
+}
+
+#[tauri::command]
+pub(crate) async fn set_lark_mcp(
+    shell: State<'_, Shell>,
+    enabled: bool,
+    tools: Option<String>,
+) -> Answer<companion::mcp::view::LarkMcpView> {
+    let c = shell.companion().await?;
+    c.set_lark_mcp(enabled, tools).await.map_err(text)
+}
+
+#[tauri::command]
+pub(crate) async fn install_lark_mcp(
+    shell: State<'_, Shell>,
+) -> Answer<companion::mcp::view::LarkMcpView> {
+    let c = shell.companion().await?;
+    c.install_lark_mcp().await.map_err(text)
+}
