@@ -284,6 +284,7 @@ impl Companion {
         companion.start_python();
         companion.start_remote_approval();
         companion.forward_mcp_events();
+        companion.list_unknown_mcp_tools();
         Ok(companion)
     }
 
@@ -521,6 +522,11 @@ impl Companion {
     /// to open, and finishes in the background: the tokens are stored and every call waiting
     /// for those scopes runs again. Progress arrives as [`UiEvent::SignIn`].
     pub async fn begin_sign_in(&self, scopes: Vec<String>) -> Result<SignInTicket, CompanionError> {
+        // A remote MCP server's own sign-in, asked for by its card or its settings row.
+        if let Some(server) = crate::mcp::sign_in::server_of_scopes(&scopes) {
+            let server = server.to_owned();
+            return self.begin_mcp_sign_in(&server).await;
+        }
         let mut wanted: BTreeSet<String> = scopes.into_iter().collect();
         if wanted.is_empty() {
             for call in self.pending()? {

@@ -67,7 +67,8 @@ async fn a_saved_server_keeps_its_secret_in_the_vault_and_gives_the_agent_its_to
         .await
         .unwrap();
     assert_eq!(saved.id, "probe-server");
-    assert_eq!(saved.phase, "idle", "not started before it is needed");
+    // A new server is started at once in the background to list its tools (the assistant
+    // needs them before it can call any); see the test below.
     assert!(saved.missing_values.is_empty());
     let file = std::fs::read_to_string(paths.config_dir.join("mcp.json")).unwrap();
     assert!(
@@ -316,4 +317,22 @@ async fn a_demo_user_has_a_weekly_report_written_through_feishus_docs_server() {
         .find(|a| a.kind == "approval.requested")
         .unwrap();
     assert_eq!(requested.detail["source"]["mcp_server"], "feishu");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_server_lists_its_tools_in_the_background_so_the_assistant_can_use_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = common::open_demo(dir.path()).await;
+    app.save_mcp_server(probe_input(Some("x"))).await.unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !agent_tools(&app).contains(&"mcp__probe-server__write_note".to_owned()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the tools never reached the agent"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let view = own(&app).remove(0);
+    assert_eq!(view.phase, "running");
+    assert!(view.tools.iter().any(|t| t.name == "write_note"));
 }

@@ -102,6 +102,8 @@ pub struct ServerStatus {
     pub starts: u32,
     /// The server's name and version, as it gave them.
     pub server_info: Option<String>,
+    /// It asks the user to sign in before anything else (HTTP 401 at connection).
+    pub wants_sign_in: bool,
 }
 
 struct Live {
@@ -174,6 +176,7 @@ impl Connection {
                 error: None,
                 starts: 0,
                 server_info: None,
+                wants_sign_in: false,
             }),
             elicitor: Arc::new(DeclineAll),
         }
@@ -459,6 +462,7 @@ impl Connection {
                 self.set_status(|s| {
                     s.phase = Phase::Idle;
                     s.error = Some("it asks to sign in".to_owned());
+                    s.wants_sign_in = true;
                 });
                 Err(CallError::AuthRequired(challenge))
             }
@@ -473,6 +477,7 @@ impl Connection {
                 self.set_status(|s| {
                     s.phase = Phase::Running;
                     s.error = None;
+                    s.wants_sign_in = false;
                     s.server_info = info;
                 });
                 let _ = self.events.send(HubEvent::ToolsChanged {

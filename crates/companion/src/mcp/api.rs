@@ -148,6 +148,7 @@ impl Companion {
             }
             Ok(())
         })?;
+        self.mcp().forget_sign_in(id);
         let prefix = secret_prefix(id);
         for name in self.vault().names()? {
             if name.starts_with(&prefix) {
@@ -283,7 +284,28 @@ impl Companion {
         self.mcp().configure(self.vault());
         self.apply_agent()?;
         self.emit(UiEvent::Mcp(McpEvent::Servers));
+        self.list_unknown_mcp_tools();
         Ok(())
+    }
+
+    /// Starts, in the background, each enabled server whose tools the app has never seen (one
+    /// just added, imported or signed in to): the assistant cannot call a tool it does not
+    /// know, so this is the first time the server is needed. Its tools then reach the agent
+    /// through the hub's event; a failure or a request to sign in shows on the server in
+    /// Settings.
+    pub(crate) fn list_unknown_mcp_tools(&self) {
+        for conn in self.mcp().hub().connections() {
+            let config = &conn.resolved().config;
+            if config.id == super::feishu::ID || !config.enabled || !conn.tools().is_empty() {
+                continue;
+            }
+            tokio::spawn(async move {
+                if let Err(e) = conn.start().await {
+                    let id = &conn.resolved().config.id;
+                    tracing::info!(server = %id, error = %e, "an MCP server did not list its tools");
+                }
+            });
+        }
     }
 
     /// Passes the hub's events on: new tools rebuild the agent (and are kept for the next

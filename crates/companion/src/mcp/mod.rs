@@ -9,6 +9,7 @@ pub(crate) mod feishu;
 pub use api::McpEvent;
 mod file;
 pub(crate) mod lark;
+pub(crate) mod sign_in;
 pub mod view;
 
 use std::collections::BTreeMap;
@@ -37,6 +38,10 @@ pub(crate) struct McpServers {
     /// The Node.js the preset runs on, as last looked for.
     lark_node: Mutex<Option<Result<lark::node::Node, lark::node::NodeProblem>>>,
     data_dir: PathBuf,
+    /// Each remote server's sign-in, by id, with the URL it is for: kept across configurations
+    /// (the hub keeps a connection whose credentials are the same object).
+    sign_ins: Mutex<BTreeMap<String, (String, Arc<sign_in::ServerSignIn>)>>,
+    vault: Arc<Vault>,
     hub: Hub,
 }
 
@@ -50,7 +55,7 @@ impl std::fmt::Debug for McpServers {
 
 impl McpServers {
     /// Reads the servers of `paths` and connects none of them yet.
-    pub(crate) fn open(paths: &crate::paths::AppPaths, vault: &Vault) -> McpServers {
+    pub(crate) fn open(paths: &crate::paths::AppPaths, vault: &Arc<Vault>) -> McpServers {
         let config_path = paths.config_dir.join("mcp.json");
         let catalogue_path = paths.data_dir.join("mcp-tools.json");
         let (loaded, damaged) = match file::load(&config_path) {
@@ -75,6 +80,8 @@ impl McpServers {
             lark_runtime: Mutex::new(None),
             lark_node: Mutex::new(lark_node),
             data_dir: paths.data_dir.clone(),
+            sign_ins: Mutex::new(BTreeMap::new()),
+            vault: vault.clone(),
             hub: Hub::new(),
         };
         servers.configure(vault);
@@ -179,13 +186,57 @@ impl McpServers {
         let resolved = builtin
             .into_iter()
             .chain(self.lark_server())
-            .chain(self.configs().into_iter().map(|c| resolve(c, vault)))
+            .chain(
+                self.configs()
+                    .into_iter()
+                    .map(|c| self.with_sign_in(resolve(c, vault))),
+            )
             .collect();
         let mut known = file::load_catalogue(&self.catalogue_path);
         known
             .entry(feishu::ID.to_owned())
             .or_insert_with(feishu::known_tools);
         self.hub.configure(resolved, &known);
+    }
+
+    /// `server` with its sign-in, if it is a remote server the user gave no `Authorization`
+    /// header: one that asks for a sign-in gets one (MCP authorization), the others never hear
+    /// of it (no header is sent before a server asks).
+    fn with_sign_in(&self, mut server: Resolved) -> Resolved {
+        let TransportConfig::Http { url, headers } = &server.config.transport else {
+            return server;
+        };
+        if headers
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case("authorization"))
+        {
+            return server;
+        }
+        let id = server.config.id.clone();
+        let mut sign_ins = lock(&self.sign_ins);
+        let kept = sign_ins.get(&id).filter(|(for_url, _)| for_url == url);
+        let sign_in = match kept {
+            Some((_, sign_in)) => sign_in.clone(),
+            None => {
+                let store = Arc::new(sign_in::VaultTokens(self.vault.clone()));
+                let oauth = Arc::new(mcp::McpOAuth::new(&id, url, store));
+                let sign_in = Arc::new(sign_in::ServerSignIn::new(&id, oauth));
+                sign_ins.insert(id, (url.clone(), sign_in.clone()));
+                sign_in
+            }
+        };
+        server.credentials = Some(sign_in);
+        server
+    }
+
+    /// The sign-in of remote server `id`.
+    pub(crate) fn sign_in_of(&self, id: &str) -> Option<Arc<sign_in::ServerSignIn>> {
+        lock(&self.sign_ins).get(id).map(|(_, s)| s.clone())
+    }
+
+    /// Forgets the sign-in of a removed server (its tokens go with its vault entries).
+    pub(crate) fn forget_sign_in(&self, id: &str) {
+        lock(&self.sign_ins).remove(id);
     }
 
     /// The enabled servers' tools for the agent.
@@ -272,6 +323,7 @@ impl McpServers {
             .map(|(_, n)| n.clone())
             .collect();
         McpServerView {
+            needs_sign_in: status.as_ref().is_some_and(|s| s.wants_sign_in),
             builtin: config.id == feishu::ID || config.id == lark::ID,
             id: config.id.clone(),
             name: config.display_name().to_owned(),

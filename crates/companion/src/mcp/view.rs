@@ -32,6 +32,8 @@ pub struct McpServerView {
     /// The app's own Feishu Docs server: always there, reached with the app's sign-in; it
     /// cannot be edited or removed.
     pub builtin: bool,
+    /// It asks the user to sign in (a remote server's own sign-in): Settings offers it.
+    pub needs_sign_in: bool,
     /// Its id (in tool names and the audit trail).
     pub id: String,
     /// Its name.

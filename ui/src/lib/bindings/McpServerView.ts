@@ -11,6 +11,10 @@ export type McpServerView = {
  */
 builtin: boolean, 
 /**
+ * It asks the user to sign in (a remote server's own sign-in): Settings offers it.
+ */
+needs_sign_in: boolean, 
+/**
  * Its id (in tool names and the audit trail).
  */
 id: string, 
