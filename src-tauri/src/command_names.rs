@@ -70,4 +70,6 @@ pub const COMMANDS: &[&str] = &[
     "lark_mcp",
     "set_lark_mcp",
     "install_lark_mcp",
+    "mcp_questions",
+    "answer_mcp_question",
 ];

@@ -112,6 +112,8 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         crate::mcp::lark_mcp,
         crate::mcp::set_lark_mcp,
         crate::mcp::install_lark_mcp,
+        crate::mcp::mcp_questions,
+        crate::mcp::answer_mcp_question,
     ]
 }
 

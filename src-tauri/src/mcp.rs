@@ -102,3 +102,21 @@ pub(crate) async fn install_lark_mcp(
     let c = shell.companion().await?;
     c.install_lark_mcp().await.map_err(text)
 }
+
+#[tauri::command]
+pub(crate) async fn mcp_questions(
+    shell: State<'_, Shell>,
+) -> Answer<Vec<companion::mcp::questions::McpQuestionView>> {
+    let c = shell.companion().await?;
+    Ok(c.mcp_questions())
+}
+
+#[tauri::command]
+pub(crate) async fn answer_mcp_question(
+    shell: State<'_, Shell>,
+    id: String,
+    input: companion::mcp::questions::McpAnswerInput,
+) -> Answer<()> {
+    let c = shell.companion().await?;
+    c.answer_mcp_question(&id, input).map_err(text)
+}

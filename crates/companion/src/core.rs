@@ -285,6 +285,7 @@ impl Companion {
         companion.start_remote_approval();
         companion.forward_mcp_events();
         companion.list_unknown_mcp_tools();
+        companion.forward_mcp_questions();
         Ok(companion)
     }
 

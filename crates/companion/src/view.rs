@@ -811,6 +811,8 @@ pub enum UiEventView {
     },
     /// An MCP server started, stopped, failed or listed new tools: read them again.
     McpServers,
+    /// An MCP server's question to the user arrived or went: read them again.
+    McpQuestions,
     /// Getting the lark-mcp preset ready moved on (Settings → MCP servers).
     McpSetup {
         /// `node`, `npm` (downloads) or `lark-mcp` (the install).
@@ -848,6 +850,7 @@ impl UiEventView {
             }),
             crate::UiEvent::OpenInbox => Some(UiEventView::OpenInbox),
             crate::UiEvent::Mcp(crate::mcp::McpEvent::Servers) => Some(UiEventView::McpServers),
+            crate::UiEvent::Mcp(crate::mcp::McpEvent::Questions) => Some(UiEventView::McpQuestions),
             crate::UiEvent::Mcp(crate::mcp::McpEvent::Setup {
                 step,
                 done,

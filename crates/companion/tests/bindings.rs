@@ -55,6 +55,8 @@ fn generate(dir: &Path) {
         companion::mcp::view::McpServerInput,
         companion::mcp::view::McpImportView,
         companion::mcp::view::McpImportSourceView,
+        companion::mcp::questions::McpQuestionView,
+        companion::mcp::questions::McpAnswerInput,
         companion::mcp::view::LarkMcpView,
     );
 }

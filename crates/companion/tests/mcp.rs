@@ -336,3 +336,78 @@ async fn a_new_server_lists_its_tools_in_the_background_so_the_assistant_can_use
     assert_eq!(view.phase, "running");
     assert!(view.tools.iter().any(|t| t.name == "write_note"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_servers_question_waits_for_the_users_answer_and_the_call_goes_on_with_it() {
+    use companion::mcp::questions::McpAnswerInput;
+    let dir = tempfile::tempdir().unwrap();
+    let app = common::open_demo(dir.path()).await;
+    let everything = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let mut input = probe_input(None);
+    input.name = "Everything".into();
+    input.args = vec![everything.to_string_lossy().into_owned(), "stdio".into()];
+    input.env = vec![];
+    let saved = app.save_mcp_server(input).await.unwrap();
+    let view = app.restart_mcp_server(&saved.id).await.unwrap();
+    assert!(
+        view.tools
+            .iter()
+            .any(|t| t.name == "trigger-elicitation-request"),
+        "the server offers its form tool only to a client that can ask the user"
+    );
+    let tool = app
+        .engine()
+        .agent()
+        .tool("mcp__everything__trigger-elicitation-request")
+        .cloned()
+        .unwrap();
+    let running = tokio::spawn(async move {
+        let cb = agent::CallbackContext::new("i", "a", "s", Default::default(), Default::default());
+        tool.run(
+            serde_json::Map::new(),
+            &mut agent::ToolContext::new(cb, "c1"),
+        )
+        .await
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let question = loop {
+        if let Some(q) = app.mcp_questions().into_iter().next() {
+            break q;
+        }
+        assert!(std::time::Instant::now() < deadline, "no question arrived");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        (question.kind.as_str(), question.server_id.as_str()),
+        ("form", "everything")
+    );
+    assert_eq!(
+        question.defaults["integer"], 42,
+        "the form starts with the schema's defaults"
+    );
+    // Without the required name the answer is refused and the question keeps waiting.
+    let mut values = question.defaults.clone();
+    let refused = app.answer_mcp_question(
+        &question.id,
+        McpAnswerInput {
+            action: "accept".into(),
+            content: Some(values.clone()),
+        },
+    );
+    assert!(refused.unwrap_err().to_string().contains("name"));
+    assert_eq!(app.mcp_questions().len(), 1);
+    values.insert("name".into(), serde_json::json!("林晓"));
+    app.answer_mcp_question(
+        &question.id,
+        McpAnswerInput {
+            action: "accept".into(),
+            content: Some(values),
+        },
+    )
+    .unwrap();
+    let (text, is_error, _) = agent::coerce_tool_result(running.await.unwrap());
+    assert!(!is_error, "{text}");
+    assert!(text.contains("林晓"), "{text}");
+    assert!(app.mcp_questions().is_empty());
+}

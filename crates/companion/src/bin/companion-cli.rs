@@ -324,7 +324,9 @@ async fn print_events(mut events: tokio::sync::broadcast::Receiver<UiEvent>) {
                 let words = message.unwrap_or_default();
                 println!("\n… MCP {progress}{of} {words}")
             }
-            UiEvent::Mcp(companion::mcp::McpEvent::Servers) => {}
+            UiEvent::Mcp(
+                companion::mcp::McpEvent::Servers | companion::mcp::McpEvent::Questions,
+            ) => {}
             UiEvent::Mcp(companion::mcp::McpEvent::Setup {
                 step,
                 done,

@@ -13,6 +13,8 @@ use crate::core::{Companion, CompanionError, UiEvent};
 pub enum McpEvent {
     /// A server started, stopped, failed or listed its tools: the page reads them again.
     Servers,
+    /// A server's question to the user arrived or went: the cards read them again.
+    Questions,
     /// Getting the lark-mcp preset ready (Node.js, lark-mcp) moved on.
     Setup {
         /// `node`, `npm` (downloads) or `lark-mcp` (the install).
@@ -306,6 +308,43 @@ impl Companion {
                 }
             });
         }
+    }
+
+    /// What servers ask the user now (elicitation), oldest first.
+    pub fn mcp_questions(&self) -> Vec<super::questions::McpQuestionView> {
+        self.mcp().questions().views()
+    }
+
+    /// The user's answer to a server's question: the form's values (checked against the
+    /// server's schema; a mistake is said and the question keeps waiting), or a refusal.
+    pub fn answer_mcp_question(
+        &self,
+        id: &str,
+        input: super::questions::McpAnswerInput,
+    ) -> Result<(), CompanionError> {
+        self.mcp()
+            .questions()
+            .answer(id, input)
+            .map_err(CompanionError::Other)
+    }
+
+    /// Tells the UI when servers' questions change.
+    pub(crate) fn forward_mcp_questions(&self) {
+        let mut changed = self.mcp().questions().subscribe();
+        let weak = self.downgrade();
+        tokio::spawn(async move {
+            use tokio::sync::broadcast::error::RecvError;
+            loop {
+                match changed.recv().await {
+                    Ok(()) | Err(RecvError::Lagged(_)) => {}
+                    Err(RecvError::Closed) => return,
+                }
+                let Some(me) = weak.upgrade() else {
+                    return;
+                };
+                me.emit(UiEvent::Mcp(McpEvent::Questions));
+            }
+        });
     }
 
     /// Passes the hub's events on: new tools rebuild the agent (and are kept for the next

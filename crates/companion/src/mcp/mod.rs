@@ -9,6 +9,7 @@ pub(crate) mod feishu;
 pub use api::McpEvent;
 mod file;
 pub(crate) mod lark;
+pub mod questions;
 pub(crate) mod sign_in;
 pub mod view;
 
@@ -42,6 +43,8 @@ pub(crate) struct McpServers {
     /// (the hub keeps a connection whose credentials are the same object).
     sign_ins: Mutex<BTreeMap<String, (String, Arc<sign_in::ServerSignIn>)>>,
     vault: Arc<Vault>,
+    /// What servers ask the user in the middle of a call (elicitation).
+    questions: Arc<questions::Questions>,
     hub: Hub,
 }
 
@@ -71,6 +74,7 @@ impl McpServers {
             .as_ref()
             .filter(|l| l.enabled)
             .map(|_| lark::node::find(&paths.data_dir));
+        let questions = questions::Questions::new();
         let servers = McpServers {
             config_path,
             catalogue_path,
@@ -82,7 +86,8 @@ impl McpServers {
             data_dir: paths.data_dir.clone(),
             sign_ins: Mutex::new(BTreeMap::new()),
             vault: vault.clone(),
-            hub: Hub::new(),
+            questions: questions.clone(),
+            hub: Hub::with_elicitor(questions),
         };
         servers.configure(vault);
         servers
@@ -183,7 +188,7 @@ impl McpServers {
     /// Hands the configured servers, with their secrets, to the hub.
     pub(crate) fn configure(&self, vault: &Vault) {
         let builtin = lock(&self.builtin).clone();
-        let resolved = builtin
+        let resolved: Vec<Resolved> = builtin
             .into_iter()
             .chain(self.lark_server())
             .chain(
@@ -196,7 +201,15 @@ impl McpServers {
         known
             .entry(feishu::ID.to_owned())
             .or_insert_with(feishu::known_tools);
+        // A question waits as long as the call that asked it would.
+        let waits = resolved_waits(&resolved);
+        self.questions.set_waits(waits);
         self.hub.configure(resolved, &known);
+    }
+
+    /// What servers ask the user.
+    pub(crate) fn questions(&self) -> &Arc<questions::Questions> {
+        &self.questions
     }
 
     /// `server` with its sign-in, if it is a remote server the user gave no `Authorization`
@@ -394,4 +407,15 @@ fn resolve(config: ServerConfig, vault: &Vault) -> Resolved {
         headers,
         credentials: None,
     }
+}
+
+/// Each server's timeout, by id.
+fn resolved_waits(servers: &[Resolved]) -> BTreeMap<String, std::time::Duration> {
+    servers
+        .iter()
+        .map(|s| {
+            let secs = u64::from(s.config.timeout_secs);
+            (s.config.id.clone(), std::time::Duration::from_secs(secs))
+        })
+        .collect()
 }

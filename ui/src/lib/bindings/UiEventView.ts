@@ -64,7 +64,7 @@ call_ids: Array<string>, } | { "type": "connect",
 /**
  * Where it stands.
  */
-status: ConnectView, } | { "type": "mcp_servers" } | { "type": "mcp_setup", 
+status: ConnectView, } | { "type": "mcp_servers" } | { "type": "mcp_questions" } | { "type": "mcp_setup", 
 /**
  * `node`, `npm` (downloads) or `lark-mcp` (the install).
  */
