@@ -373,7 +373,7 @@
   const mcpVault = {}; // `${id}/${env|header}/${name}` -> value
   for (const c of opts.mcpServers || []) for (const [k, v] of Object.entries(c.values || {})) mcpVault[`${c.id}/env/${k}`] = v;
   const mcpView = (c) => ({
-    builtin: c.builtin, id: c.id, name: c.name, transport: c.transport, command: c.command, args: c.args, cwd: c.cwd, url: c.url, env: c.env, headers: c.headers,
+    builtin: c.builtin, needs_sign_in: !!c.needs_sign_in, id: c.id, name: c.name, transport: c.transport, command: c.command, args: c.args, cwd: c.cwd, url: c.url, env: c.env, headers: c.headers,
     missing_values: [...c.env.filter((n) => !(`${c.id}/env/${n}` in mcpVault)), ...c.headers.filter((n) => !(`${c.id}/header/${n}` in mcpVault))],
     enabled: c.enabled, trusted: c.trusted, timeout_secs: c.timeout_secs, phase: c.phase, error: c.error, starts: c.starts, server_info: c.server_info,
     tools: c.tools.map((t) => {
@@ -530,7 +530,8 @@
     account: () => account,
     sign_out: () => ((account = null), null),
     sign_in: ({ scopes, embedded }) => {
-      if (byDevice()) {
+      // A remote MCP server's own sign-in (`mcp:<id>`) is its page, never Feishu's QR code.
+      if (byDevice() && !scopes.some((x) => x.startsWith('mcp:'))) {
         const device = deviceCode();
         signIn = { url: device.url, scopes, embedded, device };
         setTimeout(() => ui({ type: 'sign_in', status: { state: 'waiting', url: device.url, device } }), 5);
@@ -749,6 +750,15 @@
     /** Something happens to a server on its own (a crash, a restart): the core's mcp_servers event. */
     mcpSet(id, patch) {
       Object.assign(mcp.find((x) => x.id === id), patch);
+      ui({ type: 'mcp_servers' });
+    },
+    /** The user finished signing in to remote MCP server `id` on its page: the core says so
+     *  (sign_in), the server lists its tools, and the servers changed (mcp_servers). */
+    async mcpSignedIn(id) {
+      signIn = null;
+      ui({ type: 'sign_in', status: { state: 'signed_in', name: id, scopes: [{ scope: 'mcp:' + id, label: text('登录 MCP 服务器 ' + id, 'Sign in to the MCP server ' + id) }], switched_from: null } });
+      await sleep(20);
+      Object.assign(mcp.find((x) => x.id === id), { needs_sign_in: false, phase: 'running', server_info: `${id}-server 1.2.0`, tools: mcpTools(id) });
       ui({ type: 'mcp_servers' });
     },
     /** A running MCP call reports progress (the core's mcp_progress event). */

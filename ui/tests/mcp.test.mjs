@@ -1,7 +1,8 @@
 // Settings → Tools · MCP servers against the fake backend: add a stdio server with a secret, keep
 // the secret on a later save, start it, mark a tool, read its log, import a pasted configuration
 // with a warning, remove a server; what the core refuses stays beside the form. Then a running MCP
-// call's progress on its card, and an MCP approval card with a high risk and long arguments.
+// call's progress on its card, and an MCP approval card with a high risk and long arguments; a
+// remote server that asks for its own sign-in, signed in from its row.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { useApp } from './harness.mjs';
@@ -292,3 +293,71 @@ for (const [locale, lang] of [['zh-CN', 'zh'], ['en-US', 'en']]) {
     assert.deepEqual(page.errors, []);
   });
 }
+
+for (const [locale, lang] of [['zh-CN', 'zh'], ['en-US', 'en']]) {
+  test(`a remote server that needs its own sign-in says so in its row, and its button asks for that server (${lang})`, async () => {
+    const w = {
+      zh: { chip: '需要登录', button: '登录', waiting: '正在等待你登录…', running: '运行中', failed: /登录没有完成：the authorization server refused the code/ },
+      en: { chip: 'Sign-in needed', button: 'Sign in', waiting: 'Waiting for you to sign in…', running: 'Running', failed: /Sign-in did not finish: the authorization server refused the code/ },
+    }[lang];
+    const page = await open({
+      locale,
+      opts: { signedIn: true, mcpServers: [{ id: 'notes', name: 'Notes', transport: 'http', url: 'https://mcp.notes.example/mcp', needs_sign_in: true, phase: 'idle' }] },
+    });
+    await page.getByTestId('nav-settings').click();
+    const row = page.locator('[data-testid="mcp-server"][data-id="notes"]');
+    await row.waitFor();
+    assert.equal(await row.getByTestId('mcp-phase').innerText(), w.chip);
+    assert.match(await row.getByTestId('mcp-phase').getAttribute('class'), /amber/);
+    const button = row.getByTestId('mcp-sign-in');
+    assert.equal((await button.innerText()).trim(), w.button);
+    assert.match(await button.getAttribute('class'), /primary/);
+    assert.equal(await page.locator('[data-testid="mcp-server"][data-id="feishu"] [data-testid="mcp-sign-in"]').count(), 0, 'only where a sign-in is needed');
+
+    // A sign-in that fails says so in the row, and the button is there to try again.
+    await button.click();
+    await page.waitForFunction(() => window.__fake.commandsCalled('sign_in').length === 1);
+    assert.deepEqual(await lastArgs(page, 'sign_in'), { scopes: ['mcp:notes'], embedded: true });
+    await page.waitForSelector('[data-id="notes"] [data-testid="mcp-sign-in"][data-state="waiting"]');
+    await page.evaluate(() => window.__fake.emit({ type: 'sign_in', status: { state: 'failed', message: 'the authorization server refused the code' } }));
+    await row.getByTestId('mcp-sign-in-error').waitFor();
+    assert.match(await row.getByTestId('mcp-sign-in-error').innerText(), w.failed);
+
+    // Again: waiting while it is under way (Cancel offered); the sign_in success alone reads the list again.
+    await row.locator('[data-testid="mcp-sign-in"][data-state="idle"]').click();
+    await page.waitForFunction(() => window.__fake.commandsCalled('sign_in').length === 2);
+    assert.deepEqual((await lastArgs(page, 'sign_in')).scopes, ['mcp:notes']);
+    await page.waitForSelector('[data-id="notes"] [data-testid="mcp-sign-in"][data-state="waiting"]');
+    assert.equal((await button.innerText()).trim(), w.waiting);
+    assert.equal(await button.isDisabled(), true);
+    assert.equal(await row.getByTestId('mcp-sign-in-cancel').count(), 1);
+    assert.equal(await row.getByTestId('mcp-sign-in-error').count(), 0);
+    await row.screenshot({ path: `/tmp/ui-shots2/mcp-sign-in-waiting-${lang}.png` }).catch(() => {});
+    const reads = await page.evaluate(() => window.__fake.commandsCalled('mcp_servers').length);
+    await page.evaluate(() => {
+      // The core's state changes quietly; only the sign_in event is heard.
+      Object.assign(window.__fake.mcp.find((x) => x.id === 'notes'), { needs_sign_in: false, phase: 'running', server_info: 'notes 1.0' });
+      window.__fake.emit({ type: 'sign_in', status: { state: 'signed_in', name: 'notes', scopes: [], switched_from: null } });
+    });
+    await page.waitForSelector('[data-testid="mcp-server"][data-id="notes"][data-phase="running"]');
+    assert.ok((await page.evaluate(() => window.__fake.commandsCalled('mcp_servers').length)) > reads, 'read again');
+    assert.equal(await row.getByTestId('mcp-phase').innerText(), w.running);
+    assert.equal(await row.getByTestId('mcp-sign-in').count(), 0);
+    assert.deepEqual(page.errors, []);
+  });
+}
+
+test('a server that needs sign-in: the whole flow as the core runs it (mcp_servers after sign_in), in a screenshot before', async () => {
+  const page = await open({ locale: 'en-US', opts: { mcpServers: [{ id: 'linear', name: 'Linear', transport: 'http', url: 'https://mcp.linear.app/mcp', needs_sign_in: true }] } });
+  await page.getByTestId('nav-settings').click();
+  const row = page.locator('[data-testid="mcp-server"][data-id="linear"]');
+  await row.waitFor();
+  await row.screenshot({ path: '/tmp/ui-shots2/mcp-sign-in-needed-en.png' }).catch(() => {});
+  await row.getByTestId('mcp-sign-in').click();
+  await page.waitForSelector('[data-id="linear"] [data-testid="mcp-sign-in"][data-state="waiting"]');
+  await page.evaluate(() => window.__fake.mcpSignedIn('linear'));
+  await page.waitForSelector('[data-testid="mcp-server"][data-id="linear"][data-phase="running"]');
+  assert.equal(await row.getByTestId('mcp-tool-count').innerText(), '2 tools');
+  assert.equal(await row.getByTestId('mcp-sign-in').count(), 0);
+  assert.deepEqual(page.errors, []);
+});

@@ -8,7 +8,7 @@ use agent::{CallRecord, Content, Decision, Engine, EngineEvent, Event, Rule, Tur
 use emulator::feishu::FeishuEmulator;
 use emulator::model_server::ModelServer;
 use feishu::listener::Answer;
-use feishu::{Account, CallbackOutcome, LoopbackListener, TokenManager};
+use feishu::{Account, LoopbackListener, TokenManager};
 use store::Store;
 use store::vault::{OsKeychain, Vault, fallback_chain};
 use tokio::sync::broadcast;
@@ -603,12 +603,8 @@ impl Companion {
                 };
             }
         };
-        let code = match callback.outcome.clone() {
-            CallbackOutcome::Code(code) => code,
-            CallbackOutcome::Denied { .. } => {
-                callback.answer(Answer::Declined).await;
-                return SignInStatus::Declined;
-            }
+        let Some((code, callback)) = callback.code_or_decline().await else {
+            return SignInStatus::Declined;
         };
         // The browser's page waits for this: it says "signed in" only once it is so.
         let account = match self

@@ -168,6 +168,18 @@ pub struct Callback {
 }
 
 impl Callback {
+    /// The authorization code, with the callback still to answer once it is exchanged; `None`
+    /// when the user declined, whose browser is then told so.
+    pub async fn code_or_decline(self) -> Option<(String, Callback)> {
+        match self.outcome.clone() {
+            CallbackOutcome::Code(code) => Some((code, self)),
+            CallbackOutcome::Denied { .. } => {
+                self.answer(Answer::Declined).await;
+                None
+            }
+        }
+    }
+
     /// Answers the browser with `answer`, then stops the listener and frees the port.
     pub async fn answer(mut self, answer: Answer) {
         if let Some(reply) = self.reply.take() {

@@ -10,7 +10,10 @@ import {
   parseArgs,
   phaseChip,
   progressPercent,
+  rowSignIn,
   secretState,
+  serverChip,
+  signInScope,
   toolApproval,
   validateForm,
   type ProgressMap,
@@ -18,6 +21,7 @@ import {
 
 const server: McpServerView = {
   builtin: false,
+  needs_sign_in: false,
   id: 'files',
   name: 'Files',
   transport: 'stdio',
@@ -189,5 +193,28 @@ describe('progress of running MCP calls', () => {
     expect(progressPercent({ progress: 9, total: 4, message: null })).toBe(100);
     expect(progressPercent({ progress: 3, total: null, message: null })).toBeNull();
     expect(progressPercent({ progress: 3, total: 0, message: null })).toBeNull();
+  });
+});
+
+describe('a remote server that asks for its own sign-in', () => {
+  it('shows "sign-in needed" in place of its phase, unless a start is under way', () => {
+    expect(serverChip({ phase: 'failed', needs_sign_in: true })).toEqual({ key: 'mcp_needs_sign_in', tone: 'amber' });
+    expect(serverChip({ phase: 'idle', needs_sign_in: true }, true).key).toBe('mcp_phase_starting');
+    expect(serverChip({ phase: 'running', needs_sign_in: false })).toEqual({ key: 'mcp_phase_running', tone: 'green' });
+  });
+
+  it('asks for the pseudo-permission of that server, as the authorization card does', () => {
+    expect(signInScope('notes')).toBe('mcp:notes');
+  });
+
+  it('follows the app’s sign-in only when this row started it', () => {
+    expect(rowSignIn(false, { state: 'starting' })).toEqual({ state: 'idle' });
+    expect(rowSignIn(true, { state: 'starting' }).state).toBe('waiting');
+    expect(rowSignIn(true, { state: 'waiting', url: 'https://x', device: null }).state).toBe('waiting');
+    expect(rowSignIn(true, { state: 'in_browser' }).state).toBe('waiting');
+    expect(rowSignIn(true, { state: 'signed_in', name: 'n', scopes: [], switched_from: null }).state).toBe('signed_in');
+    expect(rowSignIn(true, { state: 'failed', message: 'port busy' })).toEqual({ state: 'failed', message: 'port busy' });
+    expect(rowSignIn(true, { state: 'declined' })).toEqual({ state: 'failed' });
+    expect(rowSignIn(true, { state: 'idle' })).toEqual({ state: 'idle' });
   });
 });

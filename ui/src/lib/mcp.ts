@@ -1,10 +1,13 @@
 // Settings → Tools · MCP servers, the pure part: the add/edit form and what it sends, the checks the
 // page makes before the core checks again, a server's state chip, why a tool runs without approval,
-// and the progress of running MCP calls as the call cards show it.
+// the progress of running MCP calls as the call cards show it, and a remote server's sign-in from
+// its row.
 import type { McpSecretInput } from './bindings/McpSecretInput';
 import type { McpServerInput } from './bindings/McpServerInput';
 import type { McpServerView } from './bindings/McpServerView';
 import type { McpToolView } from './bindings/McpToolView';
+import type { SignInView } from './bindings/SignInView';
+import type { Text } from './bindings/Text';
 import type { UiEventView } from './bindings/UiEventView';
 import type { Key } from './i18n';
 
@@ -151,7 +154,7 @@ export function secretState(r: SecretRow): 'stored' | 'new' | 'missing' {
   return r.stored !== null && r.stored === r.name.trim() ? 'stored' : 'missing';
 }
 
-export type Tone = 'grey' | 'blue' | 'green' | 'red';
+export type Tone = 'grey' | 'blue' | 'green' | 'red' | 'amber';
 
 /** A server's state chip. */
 export function phaseChip(phase: string): { key: Key; tone: Tone } {
@@ -164,6 +167,46 @@ export function phaseChip(phase: string): { key: Key; tone: Tone } {
       return { key: 'mcp_phase_failed', tone: 'red' };
     default:
       return { key: 'mcp_phase_idle', tone: 'grey' };
+  }
+}
+
+/** A server's chip in its row: that it waits for the user's sign-in, else its phase (a start
+ *  under way shows as starting whatever the server says). */
+export function serverChip(s: Pick<McpServerView, 'phase' | 'needs_sign_in'>, starting = false): { key: Key; tone: Tone } {
+  if (starting) return phaseChip('starting');
+  if (s.needs_sign_in) return { key: 'mcp_needs_sign_in', tone: 'amber' };
+  return phaseChip(s.phase);
+}
+
+/** The pseudo-permission a remote server's sign-in asks for (as the authorization card does). */
+export const signInScope = (serverId: string) => `mcp:${serverId}`;
+
+/**
+ * Where a sign-in started from a server's row stands, as the row shows it: not started here
+ * (`idle`), under way, or how it ended. The app has one sign-in at a time; `started` says this row
+ * started the one in `st`.
+ */
+export function rowSignIn(
+  started: boolean,
+  st: { state: 'idle' } | { state: 'starting' } | SignInView,
+): { state: 'idle' | 'waiting' | 'signed_in' | 'failed'; message?: string | Text } {
+  if (!started) return { state: 'idle' };
+  switch (st.state) {
+    case 'starting':
+    case 'waiting':
+    case 'in_browser':
+      return { state: 'waiting' };
+    case 'signed_in':
+      return { state: 'signed_in' };
+    case 'failed':
+      return { state: 'failed', message: st.message };
+    case 'refused':
+      return { state: 'failed', message: st.problem.title };
+    case 'declined':
+    case 'expired':
+      return { state: 'failed' };
+    default:
+      return { state: 'idle' };
   }
 }
 

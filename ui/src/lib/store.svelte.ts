@@ -50,6 +50,8 @@ class Store {
   drawer = $state.raw<Drawer | null>(null);
   signIn = $state.raw<SignInState>({ state: 'idle' });
   signInCall = $state<string | null>(null);
+  /** The remote MCP server whose own sign-in (`mcp:<id>`) the current sign-in is, if it is one. */
+  signInMcp = $state<string | null>(null);
   toasts = $state.raw<Toast[]>([]);
   now = $state(Date.now());
   highlight = $state<string | null>(null);
@@ -414,6 +416,7 @@ class Store {
   // ---- sign-in
   async startSignIn(callId: string | null, scopes: string[], embedded: boolean) {
     this.signInCall = callId;
+    this.signInMcp = scopes.find((s) => s.startsWith('mcp:'))?.slice(4) ?? null;
     this.signIn = { state: 'starting' };
     try {
       const ticket = await api.signIn(scopes, embedded);

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use agent::{ToolOutcome, ToolResult, ToolReturn};
 use async_trait::async_trait;
+use feishu::LoopbackListener;
 use feishu::listener::Answer;
-use feishu::{CallbackOutcome, LoopbackListener};
 use mcp::config::{SecretKind, secret_name};
 use mcp::oauth::{StoreError, TokenBlob, TokenStore};
 use mcp::{Credentials, McpOAuth};
@@ -184,12 +184,8 @@ impl Companion {
                 };
             }
         };
-        let code = match callback.outcome.clone() {
-            CallbackOutcome::Code(code) => code,
-            CallbackOutcome::Denied { .. } => {
-                callback.answer(Answer::Declined).await;
-                return SignInStatus::Declined;
-            }
+        let Some((code, callback)) = callback.code_or_decline().await else {
+            return SignInStatus::Declined;
         };
         if let Err(e) = sign_in.oauth.complete(&code, state).await {
             callback.answer(Answer::Failed(e.to_string())).await;

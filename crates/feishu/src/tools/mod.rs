@@ -253,16 +253,7 @@ impl FeishuTool {
             scopes = named;
         }
         scopes.truncate(1);
-        let oauth = self.env.api.tokens().oauth();
-        let url = oauth.endpoints().scope_apply_url(oauth.app_id(), &scopes);
-        ToolResult::new(ToolOutcome::NeedsUserAuth)
-            .with_content(format!(
-                "The user's Feishu app has not been granted {} yet. The app is showing the user a card to apply for it (an administrator may have to approve); the call runs again when they press Retry.",
-                scopes.join(", ")
-            ))
-            .with_auth_scopes(scopes)
-            .with_authorize_url(url.to_string())
-            .into()
+        app_lacks_scope(self.env.api.tokens().oauth(), scopes)
     }
 
     fn failure(&self, error: ApiError) -> ToolReturn {
@@ -276,6 +267,21 @@ impl FeishuTool {
             .with_content(text)
             .into()
     }
+}
+
+/// The result of a call the app itself cannot make until it is granted `scopes` (99991672):
+/// the call waits like one that needs a sign-in, with Feishu's scope-apply page as its link, so
+/// the card can show the page and run the call again when the user presses Retry.
+pub fn app_lacks_scope(oauth: &crate::OAuthClient, scopes: Vec<String>) -> ToolReturn {
+    let url = oauth.endpoints().scope_apply_url(oauth.app_id(), &scopes);
+    ToolResult::new(ToolOutcome::NeedsUserAuth)
+        .with_content(format!(
+            "The user's Feishu app has not been granted {} yet. The app is showing the user a card to apply for it (an administrator may have to approve); the call runs again when they press Retry.",
+            scopes.join(", ")
+        ))
+        .with_auth_scopes(scopes)
+        .with_authorize_url(url.to_string())
+        .into()
 }
 
 /// The result of a call that waits for the user to sign in to Feishu and grant `scopes`: the

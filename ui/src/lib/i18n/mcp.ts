@@ -103,6 +103,13 @@ export const en = {
   mcp_auth_body: 'To continue, sign in to this server in its own page:',
   mcp_sign_in: 'Sign in',
   mcp_auth_idle: 'Not signed in to this server yet',
+  // a remote server's own sign-in, from its row
+  mcp_needs_sign_in: 'Sign-in needed',
+  mcp_sign_in_hint: 'This server asks you to sign in to it before its tools can be listed and used.',
+  mcp_sign_in_waiting: 'Waiting for you to sign in…',
+  mcp_sign_in_failed: 'Sign-in did not finish.',
+  mcp_sign_in_failed_msg: 'Sign-in did not finish: {msg}',
+  mcp_signed_in: 'Signed in.',
 };
 
 export const zh: Record<keyof typeof en, string> = {
@@ -203,4 +210,10 @@ export const zh: Record<keyof typeof en, string> = {
   mcp_auth_body: '继续之前，请在该服务器自己的页面上登录：',
   mcp_sign_in: '登录',
   mcp_auth_idle: '尚未登录该服务器',
+  mcp_needs_sign_in: '需要登录',
+  mcp_sign_in_hint: '此服务器要求你先登录它，才能列出和使用它的工具。',
+  mcp_sign_in_waiting: '正在等待你登录…',
+  mcp_sign_in_failed: '登录没有完成。',
+  mcp_sign_in_failed_msg: '登录没有完成：{msg}',
+  mcp_signed_in: '已登录。',
 };

@@ -111,16 +111,7 @@ impl LarkToken {
     fn app_lacks(&self, named: &[String]) -> ToolReturn {
         let mut scopes = least(named);
         scopes.truncate(1);
-        let oauth = self.tokens.oauth();
-        let url = oauth.endpoints().scope_apply_url(oauth.app_id(), &scopes);
-        ToolResult::new(ToolOutcome::NeedsUserAuth)
-            .with_content(format!(
-                "The user's Feishu app has not been granted {} yet. The app is showing the user a card to apply for it (an administrator may have to approve); the call runs again when they press Retry.",
-                scopes.join(", ")
-            ))
-            .with_auth_scopes(scopes)
-            .with_authorize_url(url.to_string())
-            .into()
+        feishu::tools::app_lacks_scope(self.tokens.oauth(), scopes)
     }
 }
 
