@@ -427,6 +427,121 @@
     if (added.length) mcpChanged();
     return { added, warnings };
   }
+  // ---- the lark-mcp preset, as the core keeps it: opts.lark = { node: 'v20.18.0' | null (no
+  // Node.js 20+), npm: false (Node.js without npm), installed: '0.5.1' | null, enabled }. Its
+  // server joins the list once it is on and ready, as the core's does.
+  const LARK_VERSION = '0.5.1';
+  const LARK_DEFAULT = 'preset.default,docx.v1.document.create';
+  const larkPresets = {
+    'preset.default': ['im.v1.chat.create', 'im.v1.chat.list', 'im.v1.chatMembers.get', 'im.v1.message.create', 'im.v1.message.list', 'bitable.v1.app.create', 'bitable.v1.appTable.create', 'bitable.v1.appTable.list', 'bitable.v1.appTableField.list', 'bitable.v1.appTableRecord.search', 'bitable.v1.appTableRecord.create', 'bitable.v1.appTableRecord.update', 'docx.v1.document.rawContent', 'docx.builtin.import', 'docx.builtin.search', 'drive.v1.permissionMember.create', 'wiki.v2.space.getNode', 'wiki.v1.node.search', 'contact.v3.user.batchGetId'],
+    'preset.light': ['im.v1.message.list', 'im.v1.message.create', 'im.v1.chat.search', 'contact.v3.user.batchGetId', 'docx.v1.document.rawContent', 'docx.builtin.import', 'docx.builtin.search', 'wiki.v2.space.getNode', 'bitable.v1.appTableRecord.search', 'bitable.v1.appTableRecord.batchCreate'],
+  };
+  const larkTools = new Set([...Object.values(larkPresets).flat(), 'docx.v1.document.create', 'sheets.v3.spreadsheet.create', 'calendar.v4.calendarEvent.create', 'task.v2.task.create']);
+  const larkReads = new Set(['im.v1.chat.list', 'im.v1.chatMembers.get', 'im.v1.message.list', 'im.v1.chat.search', 'bitable.v1.appTable.list', 'bitable.v1.appTableField.list', 'bitable.v1.appTableRecord.search', 'docx.v1.document.rawContent', 'docx.builtin.search', 'wiki.v2.space.getNode', 'wiki.v1.node.search', 'contact.v3.user.batchGetId']);
+  const lark = Object.assign({ node: 'v20.18.0', npm: true, installed: null, enabled: false, tools: null }, opts.lark || {});
+  const larkSelection = () => lark.tools ?? LARK_DEFAULT;
+  const larkExpand = (sel) => {
+    const chosen = new Set();
+    const unknown = [];
+    for (const item of sel.split(/[, ]/).filter(Boolean)) {
+      if (larkPresets[item]) larkPresets[item].forEach((t) => chosen.add(t));
+      else if (larkTools.has(item)) chosen.add(item);
+      else unknown.push(item);
+    }
+    return { chosen: [...chosen], unknown };
+  };
+  const snake = (t) => t.replace(/\./g, '_');
+  const larkReady = () => !!lark.node && lark.npm && lark.installed === LARK_VERSION;
+  const larkProblem = () => {
+    if (!lark.node) return text('未找到 Node.js 20 或更新版本。飞书助手可以从 npm 仓库下载 Node.js 22 到它的数据文件夹。', 'No Node.js 20 or newer was found. Feishu Companion can fetch Node.js 22 from the npm registry into its data folder.');
+    if (!lark.npm) return text(`Node.js ${lark.node} 旁没有 npm。飞书助手可以下载带 npm 的 Node.js 22。`, `Node.js ${lark.node} has no npm beside it. Feishu Companion can fetch Node.js 22 with npm.`);
+    if (lark.installed !== LARK_VERSION) return text(`lark-mcp ${LARK_VERSION} 尚未安装。可以用 npm 安装到数据文件夹。`, `lark-mcp ${LARK_VERSION} is not installed yet. It can be installed into the data folder with npm.`);
+    return null;
+  };
+  const larkNodePath = () => (!lark.node ? null : lark.fetched ? '/home/u/.local/share/feishu-companion/node/bin/node' : '/usr/bin/node');
+  /** The preset's server in the list while it is on and ready (the core's all_configs), started. */
+  async function larkSync() {
+    const at = mcp.findIndex((x) => x.id === 'lark');
+    if (!(lark.enabled && larkReady())) {
+      if (at >= 0) {
+        mcp.splice(at, 1);
+        mcpChanged();
+      }
+      return;
+    }
+    const { chosen } = larkExpand(larkSelection());
+    const reads = chosen.filter((t) => larkReads.has(t)).map(snake);
+    let c = mcp[at];
+    if (!c) {
+      c = { id: 'lark', name: '飞书开放平台 · Feishu Open API (lark-mcp)', transport: 'stdio', command: larkNodePath(), args: ['/home/u/.local/share/feishu-companion/lark-mcp/node_modules/@larksuiteoapi/lark-mcp/dist/cli.js', 'mcp', '-a', settings.feishu.app_id, '-s', 'unused-in-user-token-mode', '--token-mode', 'user_access_token', '-t', larkSelection()], cwd: '/home/u/.local/share/feishu-companion/lark-mcp', url: '', env: [], headers: [], enabled: true, trusted: false, timeout_secs: 60, builtin: true, read_tools: [], phase: 'idle', error: null, starts: 0, server_info: null, tools: [], log: '' };
+      mcp.splice(opts.mcpBuiltin === false ? 0 : 1, 0, c);
+    }
+    Object.assign(c, { phase: 'starting', read_tools: reads });
+    mcpChanged();
+    await sleep(opts.larkStartMs ?? 150);
+    c.starts++;
+    Object.assign(c, {
+      phase: 'running',
+      server_info: `lark-mcp ${LARK_VERSION}`,
+      tools: chosen.map((t) => ({ name: snake(t), agent_name: `mcp__lark__${snake(t)}`, title: null, description: `Feishu Open API: ${t}`, read_only_hint: null, destructive_hint: null })),
+    });
+    c.log += `[lark-mcp] started with ${chosen.length} tools\n`;
+    mcpChanged();
+  }
+  const larkView = () => {
+    const { chosen } = larkExpand(larkSelection());
+    const server = mcp.find((x) => x.id === 'lark');
+    return {
+      enabled: lark.enabled, tools: larkSelection(), default_tools: LARK_DEFAULT, node_path: larkNodePath(), node_version: lark.node, node_ready: !!lark.node && lark.npm,
+      installed: lark.installed, version: LARK_VERSION, package_dir: '/home/u/.local/share/feishu-companion/lark-mcp', problem: larkProblem(),
+      read_tools: chosen.filter((t) => larkReads.has(t)).map(snake), server: server ? mcpView(server) : null,
+    };
+  };
+  const larkCommands = {
+    lark_mcp: () => larkView(),
+    set_lark_mcp: async ({ enabled, tools }) => {
+      const chosen = tools == null ? null : tools.trim();
+      if (chosen) {
+        const { unknown } = larkExpand(chosen);
+        // As the core words it: CompanionError::Other("zh / en"), read through "That did not work".
+        const both = `lark-mcp 没有这些工具或预设：${unknown.join(', ')} / lark-mcp knows no tool or preset ${unknown.join(', ')}`;
+        if (unknown.length) throw uiError('other', `That did not work: ${both}`, `操作没有完成：${both}`);
+      }
+      lark.enabled = enabled;
+      if (chosen !== null) lark.tools = chosen || null;
+      // A new selection restarts a running server with it.
+      if (chosen !== null) {
+        const at = mcp.findIndex((x) => x.id === 'lark');
+        if (at >= 0) mcp.splice(at, 1);
+      }
+      await larkSync();
+      return larkView();
+    },
+    // ~1 s of mcp_setup events: Node.js downloaded when none will do, then npm's fetches.
+    install_lark_mcp: async () => {
+      const step = opts.larkStepMs ?? 120;
+      const setup = (stepName, done, total, zh, en) => ui({ type: 'mcp_setup', step: stepName, done, total, message: text(zh, en) });
+      if (!lark.node || !lark.npm) {
+        const name = 'node-v22.12.0-linux-x64.tar.gz';
+        const total = 29_800_000;
+        for (const done of [0, 9_000_000, 18_500_000, total]) {
+          setup('node', done, total, `正在下载 ${name}`, `Downloading ${name}`);
+          await sleep(step);
+        }
+        Object.assign(lark, { node: 'v22.12.0', npm: true, fetched: true });
+      }
+      for (const [i, pkg] of ['lark-mcp', 'axios', 'zod', '@modelcontextprotocol/sdk'].entries()) {
+        setup('lark-mcp', i + 1, null, `正在获取 ${pkg}`, `Fetching ${pkg}`);
+        await sleep(step);
+      }
+      if (opts.larkInstallFail) throw uiError('other', `That did not work: ${opts.larkInstallFail}`, `操作没有完成：${opts.larkInstallFail}`);
+      lark.installed = LARK_VERSION;
+      await larkSync();
+      return larkView();
+    },
+  };
+  if (lark.enabled && larkReady()) larkSync();
+
   const mcpCommands = {
     mcp_servers: () => mcp.map(mcpView),
     save_mcp_server: ({ input }) => {
@@ -493,6 +608,7 @@
 
   const commands = {
     ...mcpCommands,
+    ...larkCommands,
     startup_error: () => opts.startupError || null,
     ui_ready: () => 321,
     app_info: () => ({ version: '0.1.0', demo: opts.demo, model: opts.demo ? 'Demo · scripted' : 'DeepSeek · deepseek-chat', brand: 'feishu', key_source: 'keychain', key_notice: null, data_dir: '/home/u/.local/share/feishu-companion', redirect_url: 'http://127.0.0.1:53682/callback', person: opts.person || (account ? { name: account.name, open_id: account.open_id } : null) }),
@@ -761,6 +877,8 @@
       Object.assign(mcp.find((x) => x.id === id), { needs_sign_in: false, phase: 'running', server_info: `${id}-server 1.2.0`, tools: mcpTools(id) });
       ui({ type: 'mcp_servers' });
     },
+    /** The lark-mcp preset as the core holds it. */
+    lark: () => JSON.parse(JSON.stringify(lark)),
     /** A running MCP call reports progress (the core's mcp_progress event). */
     mcpProgress(callId, progress, total = null, message = null) {
       ui({ type: 'mcp_progress', call_id: callId, progress, total, message });

@@ -23,6 +23,7 @@ import type { DataView } from './bindings/DataView';
 import type { DecisionInput } from './bindings/DecisionInput';
 import type { EditCheckView } from './bindings/EditCheckView';
 import type { ExportFormat } from './bindings/ExportFormat';
+import type { LarkMcpView } from './bindings/LarkMcpView';
 import type { McpImportSourceView } from './bindings/McpImportSourceView';
 import type { McpImportView } from './bindings/McpImportView';
 import type { McpServerInput } from './bindings/McpServerInput';
@@ -152,6 +153,12 @@ export const api = {
   restartMcpServer: (id: string) => invoke<McpServerView>('restart_mcp_server', { id }),
   mcpServerLog: (id: string) => invoke<string>('mcp_server_log', { id }),
   setMcpToolRead: (id: string, tool: string, read: boolean) => invoke<McpServerView>('set_mcp_tool_read', { id, tool, read }),
+  /** The lark-mcp preset: switched on or not, what it needs and whether it is there, its server. */
+  larkMcp: () => invoke<LarkMcpView>('lark_mcp'),
+  /** Switches the preset; `tools` (lark-mcp's `-t`) null keeps the choice, `""` goes back to the default. */
+  setLarkMcp: (enabled: boolean, tools: string | null) => invoke<LarkMcpView>('set_lark_mcp', { enabled, tools }),
+  /** Fetches Node.js if needed and installs lark-mcp into the data folder (long; `mcp_setup` events report it). */
+  installLarkMcp: () => invoke<LarkMcpView>('install_lark_mcp'),
 
   onEvent: (handler: (ev: UiEventView) => void): Promise<UnlistenFn> =>
     listen<UiEventView>('companion://event', (e) => handler(e.payload)),

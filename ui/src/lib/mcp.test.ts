@@ -1,20 +1,33 @@
 import { describe, expect, it } from 'vitest';
+import type { LarkMcpView } from './bindings/LarkMcpView';
 import type { McpServerView } from './bindings/McpServerView';
 import type { McpToolView } from './bindings/McpToolView';
 import {
+  LARK_ID,
   applyProgress,
+  builtinHint,
   emptyForm,
+  formatBytes,
   formFromServer,
   formToInput,
   inputFromServer,
+  larkChip,
+  larkInstallNeeded,
+  larkNeeds,
+  larkToolsChanged,
+  larkToolsField,
+  larkToolsToSend,
   parseArgs,
   phaseChip,
   progressPercent,
   rowSignIn,
   secretState,
   serverChip,
+  setupFromEvent,
+  setupProgress,
   signInScope,
   toolApproval,
+  toolsHint,
   validateForm,
   type ProgressMap,
 } from './mcp';
@@ -216,5 +229,106 @@ describe('a remote server that asks for its own sign-in', () => {
     expect(rowSignIn(true, { state: 'failed', message: 'port busy' })).toEqual({ state: 'failed', message: 'port busy' });
     expect(rowSignIn(true, { state: 'declined' })).toEqual({ state: 'failed' });
     expect(rowSignIn(true, { state: 'idle' })).toEqual({ state: 'idle' });
+  });
+});
+
+const lark = (over: Partial<LarkMcpView> = {}): LarkMcpView => ({
+  enabled: false,
+  tools: 'preset.default,docx.v1.document.create',
+  default_tools: 'preset.default,docx.v1.document.create',
+  node_path: '/usr/bin/node',
+  node_version: 'v20.18.0',
+  node_ready: true,
+  installed: null,
+  version: '0.5.1',
+  package_dir: '/data/lark-mcp',
+  problem: { zh: '尚未安装', en: 'not installed yet' },
+  read_tools: [],
+  server: null,
+  ...over,
+});
+
+describe('the lark-mcp preset', () => {
+  it('starts its tools field empty when the choice is the default (the default is the placeholder)', () => {
+    expect(larkToolsField(lark())).toBe('');
+    expect(larkToolsField(lark({ tools: 'preset.light' }))).toBe('preset.light');
+  });
+
+  it('sends the names split by commas or spaces, one comma between; empty goes back to the default', () => {
+    expect(larkToolsToSend(' preset.light,  bitable.v1.app.create  im.v1.message.list, ')).toBe('preset.light,bitable.v1.app.create,im.v1.message.list');
+    expect(larkToolsToSend('   ')).toBe('');
+  });
+
+  it('offers Save only for a different choice', () => {
+    expect(larkToolsChanged('', lark())).toBe(false);
+    expect(larkToolsChanged('preset.light', lark())).toBe(true);
+    expect(larkToolsChanged('preset.light ', lark({ tools: 'preset.light' }))).toBe(false);
+    expect(larkToolsChanged('', lark({ tools: 'preset.light' }))).toBe(true);
+  });
+
+  it('installs when Node.js or lark-mcp is missing, updates another version, and has nothing to do when ready', () => {
+    expect(larkInstallNeeded(lark())).toBe('install');
+    expect(larkInstallNeeded(lark({ node_version: null, node_ready: false, node_path: null, installed: '0.5.1' }))).toBe('install');
+    expect(larkInstallNeeded(lark({ installed: '0.4.0' }))).toBe('update');
+    expect(larkInstallNeeded(lark({ installed: '0.5.1', problem: null }))).toBeNull();
+  });
+
+  it('lists what it needs: Node.js found, without npm or missing; lark-mcp installed, another version or missing', () => {
+    expect(larkNeeds(lark())).toEqual({
+      node: { state: 'ok', key: 'mcp_lark_node_found', params: { version: 'v20.18.0' } },
+      lark: { state: 'missing', key: 'mcp_lark_not_installed', params: { wanted: '0.5.1' } },
+    });
+    const noNpm = larkNeeds(lark({ node_ready: false, installed: '0.4.0' }));
+    expect(noNpm.node.state).toBe('warn');
+    expect(noNpm.lark).toEqual({ state: 'warn', key: 'mcp_lark_installed_other', params: { version: '0.4.0', wanted: '0.5.1' } });
+    expect(larkNeeds(lark({ node_version: null, node_ready: false, node_path: null })).node).toEqual({ state: 'missing', key: 'mcp_lark_node_missing' });
+    expect(larkNeeds(lark({ installed: '0.5.1' })).lark.state).toBe('ok');
+  });
+
+  it('says off, installing, not ready, or its server’s state', () => {
+    expect(larkChip(lark(), false).key).toBe('mcp_disabled');
+    expect(larkChip(lark(), true).key).toBe('mcp_lark_installing');
+    expect(larkChip(lark({ enabled: true }), false)).toEqual({ key: 'mcp_lark_not_ready', tone: 'amber' });
+    const running = { ...server, id: LARK_ID, builtin: true, phase: 'running' };
+    expect(larkChip(lark({ enabled: true, problem: null, installed: '0.5.1', server: running }), false).key).toBe('mcp_phase_running');
+    expect(larkChip(lark({ enabled: true, problem: null, installed: '0.5.1' }), false).key).toBe('mcp_phase_idle');
+  });
+
+  it('shows its server’s row without the Docs server’s line, its tools decided by the Feishu API', () => {
+    expect(builtinHint({ builtin: true, id: 'feishu' })).toBe('mcp_builtin_hint');
+    expect(builtinHint({ builtin: true, id: LARK_ID })).toBeNull();
+    expect(builtinHint({ builtin: false, id: 'files' })).toBeNull();
+    expect(toolsHint({ builtin: true, id: LARK_ID })).toBe('mcp_runs_free_lark');
+    expect(toolsHint({ builtin: true, id: 'feishu' })).toBe('mcp_runs_free_app');
+    expect(toolsHint({ builtin: false, id: 'lark' })).toBe('mcp_runs_free_hint');
+    // The app decides, so the user's switch is locked, whatever the tool says of itself.
+    expect(toolApproval({ builtin: true, trusted: false }, tool({ read_only_hint: true }))).toBe('app');
+  });
+});
+
+describe('the lark-mcp install’s progress', () => {
+  const setup = (step: string, done: number, total: number | null) =>
+    ({ type: 'mcp_setup', step, done, total, message: { zh: `正在下载 ${step}`, en: `Downloading ${step}` } }) as const;
+
+  it('takes mcp_setup events only', () => {
+    expect(setupFromEvent(setup('node', 5, 10))).toEqual({ step: 'node', done: 5, total: 10, message: { zh: '正在下载 node', en: 'Downloading node' } });
+    expect(setupFromEvent({ type: 'mcp_servers' })).toBeNull();
+  });
+
+  it('counts bytes in B, KB or MB', () => {
+    expect(formatBytes(512)).toBe('512 B');
+    expect(formatBytes(20 * 1024)).toBe('20 KB');
+    expect(formatBytes(29_800_000)).toBe('28.4 MB');
+  });
+
+  it('shows a download’s share and size, the install’s packages without a share, and moves before the first report', () => {
+    const dl = setupProgress(setupFromEvent(setup('node', 9_000_000, 29_800_000)), 'en');
+    expect(dl).toEqual({ progress: 9_000_000, total: 29_800_000, message: 'Downloading node · 8.6 MB / 28.4 MB' });
+    expect(progressPercent(dl)).toBeCloseTo(30.2, 1);
+    const pkgs = setupProgress({ step: 'lark-mcp', done: 3, total: null, message: { zh: '正在获取 zod', en: 'Fetching zod' } }, 'zh');
+    expect(pkgs).toEqual({ progress: 3, total: null, message: '正在获取 zod · 已获取 3 个包' });
+    expect(progressPercent(pkgs)).toBeNull();
+    expect(setupProgress(null, 'en')).toEqual({ progress: 0, total: null, message: 'Getting ready…' });
+    expect(setupProgress(null, 'zh').message).toBe('正在准备…');
   });
 });

@@ -1,7 +1,8 @@
 // Settings → Tools · MCP servers, the pure part: the add/edit form and what it sends, the checks the
 // page makes before the core checks again, a server's state chip, why a tool runs without approval,
-// the progress of running MCP calls as the call cards show it, and a remote server's sign-in from
-// its row.
+// the progress of running MCP calls as the call cards show it, a remote server's sign-in from its
+// row, and the lark-mcp preset (what it needs, its tools field, its install's progress).
+import type { LarkMcpView } from './bindings/LarkMcpView';
 import type { McpSecretInput } from './bindings/McpSecretInput';
 import type { McpServerInput } from './bindings/McpServerInput';
 import type { McpServerView } from './bindings/McpServerView';
@@ -9,7 +10,7 @@ import type { McpToolView } from './bindings/McpToolView';
 import type { SignInView } from './bindings/SignInView';
 import type { Text } from './bindings/Text';
 import type { UiEventView } from './bindings/UiEventView';
-import type { Key } from './i18n';
+import { pick, translate, type Key, type Lang } from './i18n';
 
 /** The core's default and bounds (crates/mcp/src/config.rs). */
 export const DEFAULT_TIMEOUT_SECS = 60;
@@ -210,6 +211,19 @@ export function rowSignIn(
   }
 }
 
+/** The line a built-in server's row adds under its command: the Docs server's; the lark-mcp
+ *  preset's block says it all already. */
+export function builtinHint(s: Pick<McpServerView, 'builtin' | 'id'>): Key | null {
+  if (!s.builtin || s.id === LARK_ID) return null;
+  return 'mcp_builtin_hint';
+}
+
+/** The line above a server's tools: who decides which of them run without approval. */
+export function toolsHint(s: Pick<McpServerView, 'builtin' | 'id'>): Key {
+  if (s.id === LARK_ID && s.builtin) return 'mcp_runs_free_lark';
+  return s.builtin ? 'mcp_runs_free_app' : 'mcp_runs_free_hint';
+}
+
 /**
  * Why a tool runs without approval, or that it waits: `app` for the app's own built-in server (the
  * app says which of its tools read; nothing to switch), `server` when the trusted server says it
@@ -265,4 +279,92 @@ export function applyProgress(map: ProgressMap, ev: UiEventView): ProgressMap {
     default:
       return map;
   }
+}
+
+// ---- the lark-mcp preset
+
+/** Its server's id (the core keeps it apart from the user's servers). */
+export const LARK_ID = 'lark';
+
+/** The tools field as it starts: empty (the default shows as its placeholder) when the choice is
+ *  the default. */
+export function larkToolsField(v: Pick<LarkMcpView, 'tools' | 'default_tools'>): string {
+  return v.tools.trim() === v.default_tools.trim() ? '' : v.tools;
+}
+
+/** The field as `set_lark_mcp` takes it: `""` goes back to the default. Names and presets are
+ *  split by commas or spaces; runs of either become one comma. */
+export function larkToolsToSend(field: string): string {
+  return field
+    .split(/[\s,]+/)
+    .filter((t) => t !== '')
+    .join(',');
+}
+
+/** Whether Save would change the choice. */
+export function larkToolsChanged(field: string, v: Pick<LarkMcpView, 'tools' | 'default_tools'>): boolean {
+  return larkToolsToSend(field) !== larkToolsToSend(larkToolsField(v));
+}
+
+/** What the install would do: nothing when a Node.js with npm is there and the version the app
+ *  runs is installed; `update` when another version is. */
+export function larkInstallNeeded(v: Pick<LarkMcpView, 'node_ready' | 'installed' | 'version'>): 'install' | 'update' | null {
+  if (v.node_ready && v.installed === v.version) return null;
+  return v.node_ready && v.installed !== null ? 'update' : 'install';
+}
+
+/** The preset's chip: installing, off, not ready (something missing), or its server's state. */
+export function larkChip(v: Pick<LarkMcpView, 'enabled' | 'problem' | 'server'>, installing: boolean): { key: Key; tone: Tone } {
+  if (installing) return { key: 'mcp_lark_installing', tone: 'blue' };
+  if (!v.enabled) return { key: 'mcp_disabled', tone: 'grey' };
+  if (v.problem) return { key: 'mcp_lark_not_ready', tone: 'amber' };
+  return v.server ? serverChip(v.server) : phaseChip('idle');
+}
+
+/** One requirement as the preset lists it: there (`ok`), there but not enough (`warn`), or missing. */
+export type Need = { state: 'ok' | 'warn' | 'missing'; key: Key; params?: Record<string, string> };
+
+export function larkNeeds(v: LarkMcpView): { node: Need; lark: Need } {
+  const node: Need = v.node_version
+    ? v.node_ready
+      ? { state: 'ok', key: 'mcp_lark_node_found', params: { version: v.node_version } }
+      : { state: 'warn', key: 'mcp_lark_node_no_npm', params: { version: v.node_version } }
+    : { state: 'missing', key: 'mcp_lark_node_missing' };
+  const lark: Need = v.installed
+    ? v.installed === v.version
+      ? { state: 'ok', key: 'mcp_lark_installed', params: { version: v.installed } }
+      : { state: 'warn', key: 'mcp_lark_installed_other', params: { version: v.installed, wanted: v.version } }
+    : { state: 'missing', key: 'mcp_lark_not_installed', params: { wanted: v.version } };
+  return { node, lark };
+}
+
+/** An install step as the core reports it (`mcp_setup`). */
+export type SetupProgress = { step: string; done: number; total: number | null; message: Text };
+
+export function setupFromEvent(ev: UiEventView): SetupProgress | null {
+  return ev.type === 'mcp_setup' ? { step: ev.step, done: ev.done, total: ev.total, message: ev.message } : null;
+}
+
+/** A size in bytes as the progress line shows it. */
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(0)} KB`;
+  return `${(n / (1024 * 1024)).toFixed(1)} MB`;
+}
+
+/**
+ * An install step as the bar shows it: downloads (`node`, `npm`) count bytes, the install
+ * (`lark-mcp`) packages fetched, of no known total. Before the first report: moving, "getting
+ * ready".
+ */
+export function setupProgress(p: SetupProgress | null, lang: Lang): McpProgress {
+  if (!p) return { progress: 0, total: null, message: translate(lang, 'mcp_lark_preparing') };
+  const what = pick(p.message, lang);
+  const detail =
+    p.step === 'lark-mcp'
+      ? translate(lang, 'mcp_lark_packages', { n: p.done })
+      : p.total
+        ? `${formatBytes(p.done)} / ${formatBytes(p.total)}`
+        : formatBytes(p.done);
+  return { progress: p.done, total: p.step === 'lark-mcp' ? null : p.total, message: what ? `${what} · ${detail}` : detail };
 }

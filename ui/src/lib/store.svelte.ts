@@ -4,6 +4,7 @@ import type { AccountView } from './bindings/AccountView';
 import type { AppInfo } from './bindings/AppInfo';
 import type { AuditView } from './bindings/AuditView';
 import type { AutonomyInput } from './bindings/AutonomyInput';
+import type { LarkMcpView } from './bindings/LarkMcpView';
 import type { CallView } from './bindings/CallView';
 import type { DecisionInput } from './bindings/DecisionInput';
 import type { Language } from './bindings/Language';
@@ -15,7 +16,7 @@ import type { Theme } from './bindings/Theme';
 import type { UiEventView } from './bindings/UiEventView';
 import type { ConnectState } from './connect';
 import { pick, resolveLang, translate, type Key, type Lang } from './i18n';
-import { applyProgress, type ProgressMap } from './mcp';
+import { applyProgress, setupFromEvent, type ProgressMap, type SetupProgress } from './mcp';
 import { addLocalUser, applyEvent, emptyTimeline, fromView, removeEntry, type TimelineState } from './timeline';
 
 export type View = 'chat' | 'inbox' | 'audit' | 'settings';
@@ -86,6 +87,9 @@ class Store {
   mcpProgress = $state.raw<ProgressMap>({});
   /** Counts the core's "MCP servers changed" events: Settings reads the servers again on each. */
   mcpServersSeq = $state(0);
+  /** The lark-mcp preset's install: under way (its latest step, from `mcp_setup` events), or how
+   *  the last one failed. Kept here so leaving Settings loses nothing. */
+  larkInstall = $state.raw<{ running: boolean; progress: SetupProgress | null; error: string | null }>({ running: false, progress: null, error: null });
 
   lang: Lang = $derived(resolveLang(this.langSetting, this.navLang));
   theme: 'light' | 'dark' = $derived(
@@ -494,6 +498,22 @@ class Store {
     }
   }
 
+  // ---- the lark-mcp preset
+  /** Installs lark-mcp (and Node.js if needed); its view once done, null if it failed (the error
+   *  stays in `larkInstall`) or another install is under way. */
+  async installLarkMcp(): Promise<LarkMcpView | null> {
+    if (this.larkInstall.running) return null;
+    this.larkInstall = { running: true, progress: null, error: null };
+    try {
+      const v = await api.installLarkMcp();
+      this.larkInstall = { running: false, progress: null, error: null };
+      return v;
+    } catch (e) {
+      this.larkInstall = { running: false, progress: null, error: errorMessage(e, this.lang) };
+      return null;
+    }
+  }
+
   // ---- "Connect my Feishu"
   /** Opens the dialog at its start (a finished or failed registration is not shown again). */
   openConnect() {
@@ -624,6 +644,9 @@ class Store {
         break;
       case 'mcp_servers':
         this.mcpServersSeq++;
+        break;
+      case 'mcp_setup':
+        if (this.larkInstall.running) this.larkInstall = { ...this.larkInstall, progress: setupFromEvent(ev) };
         break;
       case 'items':
         this.refreshSessionsSoon();
