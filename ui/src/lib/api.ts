@@ -24,10 +24,12 @@ import type { DecisionInput } from './bindings/DecisionInput';
 import type { EditCheckView } from './bindings/EditCheckView';
 import type { ExportFormat } from './bindings/ExportFormat';
 import type { LarkMcpView } from './bindings/LarkMcpView';
+import type { McpAnswerInput } from './bindings/McpAnswerInput';
 import type { McpImportSourceView } from './bindings/McpImportSourceView';
 import type { McpImportView } from './bindings/McpImportView';
 import type { McpServerInput } from './bindings/McpServerInput';
 import type { McpServerView } from './bindings/McpServerView';
+import type { McpQuestionView } from './bindings/McpQuestionView';
 import type { ModelListView } from './bindings/ModelListView';
 import type { ForgetSecretsResult } from './bindings/ForgetSecretsResult';
 import type { RuleView } from './bindings/RuleView';
@@ -159,6 +161,10 @@ export const api = {
   setLarkMcp: (enabled: boolean, tools: string | null) => invoke<LarkMcpView>('set_lark_mcp', { enabled, tools }),
   /** Fetches Node.js if needed and installs lark-mcp into the data folder (long; `mcp_setup` events report it). */
   installLarkMcp: () => invoke<LarkMcpView>('install_lark_mcp'),
+  /** What MCP servers ask the user now (elicitation), oldest first. */
+  mcpQuestions: () => invoke<McpQuestionView[]>('mcp_questions'),
+  /** Answers one; a form's values that break its schema are refused (in both languages) and it keeps waiting. */
+  answerMcpQuestion: (id: string, input: McpAnswerInput) => invoke<null>('answer_mcp_question', { id, input }),
 
   onEvent: (handler: (ev: UiEventView) => void): Promise<UnlistenFn> =>
     listen<UiEventView>('companion://event', (e) => handler(e.payload)),

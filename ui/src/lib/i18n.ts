@@ -11,6 +11,7 @@ import { en as assistantEn, zh as assistantZh } from './i18n/assistant';
 import * as remote from './i18n/remote';
 import * as connect from './i18n/connect';
 import * as mcp from './i18n/mcp';
+import * as questions from './i18n/questions';
 
 export type Lang = 'zh' | 'en';
 
@@ -22,6 +23,7 @@ export const en = {
   ...remote.en,
   ...connect.en,
   ...mcp.en,
+  ...questions.en,
   app_name: 'Feishu Companion',
   new_conversation: 'New conversation',
   untitled: 'New conversation',
@@ -275,6 +277,7 @@ export const zh: Record<Key, string> = {
   ...remote.zh,
   ...connect.zh,
   ...mcp.zh,
+  ...questions.zh,
   app_name: '飞书助手',
   new_conversation: '新对话',
   untitled: '新对话',

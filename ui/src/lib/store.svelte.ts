@@ -5,6 +5,7 @@ import type { AppInfo } from './bindings/AppInfo';
 import type { AuditView } from './bindings/AuditView';
 import type { AutonomyInput } from './bindings/AutonomyInput';
 import type { LarkMcpView } from './bindings/LarkMcpView';
+import type { McpQuestionView } from './bindings/McpQuestionView';
 import type { CallView } from './bindings/CallView';
 import type { DecisionInput } from './bindings/DecisionInput';
 import type { Language } from './bindings/Language';
@@ -87,6 +88,9 @@ class Store {
   mcpProgress = $state.raw<ProgressMap>({});
   /** Counts the core's "MCP servers changed" events: Settings reads the servers again on each. */
   mcpServersSeq = $state(0);
+  /** What MCP servers ask the user (elicitation), as the core last said; read again on each
+   *  `mcp_questions` event. `openQuestions` are those whose time has not run out. */
+  mcpQuestions = $state.raw<McpQuestionView[]>([]);
   /** The lark-mcp preset's install: under way (its latest step, from `mcp_setup` events), or how
    *  the last one failed. Kept here so leaving Settings loses nothing. */
   larkInstall = $state.raw<{ running: boolean; progress: SetupProgress | null; error: string | null }>({ running: false, progress: null, error: null });
@@ -101,6 +105,8 @@ class Store {
       .sort((a, b) => a.created_at - b.created_at || (a.call_id < b.call_id ? -1 : 1)),
   );
   pendingCount: number = $derived(this.pendingList.length);
+  /** A question whose time ran out leaves the second it does (the core dismisses it then too). */
+  openQuestions: McpQuestionView[] = $derived(this.mcpQuestions.filter((q) => q.expires_at > this.now));
   pendingBySession: Record<string, number> = $derived.by(() => {
     const m: Record<string, number> = {};
     for (const c of this.pendingList) m[c.session_id] = (m[c.session_id] ?? 0) + 1;
@@ -180,6 +186,8 @@ class Store {
     } catch (e) {
       this.fail(e);
     }
+    // Servers' questions: read once the events are heard, so none falls between.
+    this.refreshQuestions().catch((e) => this.fail(e));
     // Which cards wait in Feishu: asked once the events are heard, so no change falls between the
     // answer and the first event. Not worth an error if it fails.
     api
@@ -498,6 +506,20 @@ class Store {
     }
   }
 
+  // ---- MCP servers' questions
+  private questionsSeq = 0;
+  async refreshQuestions() {
+    const seq = ++this.questionsSeq;
+    const list = await api.mcpQuestions();
+    // Only the latest answer counts when two reads cross.
+    if (seq === this.questionsSeq) this.mcpQuestions = list;
+  }
+  /** An answered question leaves at once, before the core's event. */
+  dropQuestion(id: string) {
+    this.questionsSeq++; // a read under way may predate the answer
+    this.mcpQuestions = this.mcpQuestions.filter((q) => q.id !== id);
+  }
+
   // ---- the lark-mcp preset
   /** Installs lark-mcp (and Node.js if needed); its view once done, null if it failed (the error
    *  stays in `larkInstall`) or another install is under way. */
@@ -644,6 +666,9 @@ class Store {
         break;
       case 'mcp_servers':
         this.mcpServersSeq++;
+        break;
+      case 'mcp_questions':
+        this.refreshQuestions().catch(() => {});
         break;
       case 'mcp_setup':
         if (this.larkInstall.running) this.larkInstall = { ...this.larkInstall, progress: setupFromEvent(ev) };
