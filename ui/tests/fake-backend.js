@@ -606,9 +606,41 @@
     },
   };
 
+  // ---- MCP servers' questions (elicitation), kept as the core keeps them until answered,
+  // declined or dismissed. Tests ask with window.__fake.ask(question); answers land in __fake.answers.
+  const questions = [];
+  const answers = [];
+  // The core words a refusal "中文 / English" (CompanionError::Other, as UiError "other").
+  const questionRefusal = (m) => ({ code: 'other', message: m, zh: '操作没有完成：' + m, en: 'That did not work: ' + m });
+  const questionCommands = {
+    mcp_questions: () => [...questions].sort((a, b) => a.expires_at - b.expires_at),
+    answer_mcp_question: ({ id, input }) => {
+      const q = questions.find((x) => x.id === id);
+      if (!q) throw questionRefusal('这个问题已经不在等待了 / this question no longer waits');
+      if (!['accept', 'decline', 'cancel'].includes(input.action)) throw questionRefusal(`unknown answer "${input.action}"`);
+      if (input.action === 'accept' && q.kind === 'form') {
+        // The core's check: required fields present, each value of its type, an enum's value listed.
+        const values = input.content || {};
+        const props = (q.schema && q.schema.properties) || {};
+        for (const name of (q.schema && q.schema.required) || []) if (!(name in values)) throw questionRefusal(`「${name}」必填 / ${name} is required`);
+        for (const [name, v] of Object.entries(values)) {
+          const p = props[name];
+          if (!p) throw questionRefusal(`the server did not ask for ${name}`);
+          const fits = { string: typeof v === 'string', number: typeof v === 'number', integer: Number.isInteger(v), boolean: typeof v === 'boolean' }[p.type || 'string'] ?? true;
+          if (!fits || (p.enum && !p.enum.includes(v))) throw questionRefusal(`「${name}」的值不合要求 / ${name}: ${JSON.stringify(v)} is not what the server asks for`);
+        }
+      }
+      questions.splice(questions.indexOf(q), 1);
+      answers.push({ id, action: input.action, content: input.action === 'accept' && q.kind === 'form' ? input.content || {} : null });
+      ui({ type: 'mcp_questions' });
+      return null;
+    },
+  };
+
   const commands = {
     ...mcpCommands,
     ...larkCommands,
+    ...questionCommands,
     startup_error: () => opts.startupError || null,
     ui_ready: () => 321,
     app_info: () => ({ version: '0.1.0', demo: opts.demo, model: opts.demo ? 'Demo · scripted' : 'DeepSeek · deepseek-chat', brand: 'feishu', key_source: 'keychain', key_notice: null, data_dir: '/home/u/.local/share/feishu-companion', redirect_url: 'http://127.0.0.1:53682/callback', person: opts.person || (account ? { name: account.name, open_id: account.open_id } : null) }),
@@ -879,6 +911,24 @@
     },
     /** The lark-mcp preset as the core holds it. */
     lark: () => JSON.parse(JSON.stringify(lark)),
+    /** An MCP server asks the user something (the core's mcp_questions event): a form (`schema`,
+     *  its defaults taken as the core takes them) or a page (`kind: 'url'`, `url`). The core
+     *  dismisses it at `expires_at`; `{ sweep: false }` leaves it, so the UI must drop it itself. */
+    ask(q = {}, { sweep = true } = {}) {
+      const schema = q.schema ?? null;
+      const defaults = {};
+      for (const [k, p] of Object.entries((schema && schema.properties) || {})) if (p && 'default' in p) defaults[k] = p.default;
+      const view = Object.assign({ id: 'q' + seq++, server_id: 'everything', kind: 'form', message: '', schema, defaults, url: null, expires_at: now() + 10 * 60e3 }, q);
+      questions.push(view);
+      ui({ type: 'mcp_questions' });
+      if (sweep)
+        setTimeout(() => {
+          if (questions.includes(view)) questions.splice(questions.indexOf(view), 1), ui({ type: 'mcp_questions' });
+        }, view.expires_at - now());
+      return view.id;
+    },
+    questions,
+    answers,
     /** A running MCP call reports progress (the core's mcp_progress event). */
     mcpProgress(callId, progress, total = null, message = null) {
       ui({ type: 'mcp_progress', call_id: callId, progress, total, message });
