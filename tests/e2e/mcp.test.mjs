@@ -93,3 +93,64 @@ describe('MCP servers', () => {
     }
   });
 });
+
+/** The official conformance suite's OAuth-protected MCP server (its authorization page answers at
+ *  once with a code, as a user who already consented would see), on Node.js 22 from bootstrap. */
+async function protectedServer() {
+  const { spawn } = await import('node:child_process');
+  const { existsSync } = await import('node:fs');
+  const node = [path.join(here, '../../tools/node22/bin/node'), path.join(here, '../../tools/node/bin/node')].find(existsSync) ?? 'node';
+  const cli = path.join(here, '../mcp/node_modules/@modelcontextprotocol/conformance/dist/index.js');
+  const child = spawn(node, [cli, 'client', '--scenario', 'auth/metadata-default'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const url = await new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (chunk) => {
+      out += chunk;
+      const m = out.match(/Server URL: (\S+)/);
+      if (m) resolve(m[1]);
+    });
+    child.on('exit', () => reject(new Error(`the suite's server stopped: ${out}`)));
+  });
+  return { url, stop: () => child.kill('SIGTERM') };
+}
+
+describe('a remote MCP server that asks for a sign-in', () => {
+  test('is added, asks to sign in, is signed in through the sign-in window and lists its tools', async () => {
+    const server = await protectedServer();
+    const dataDir = await freshDataDir('mcp-remote');
+    const browser = await launch(driver, dataDir);
+    try {
+      await browser.$('[data-testid="nav-settings"]').click();
+      await browser.$('[data-testid="mcp-settings"]').waitForExist();
+      await browser.$('[data-testid="mcp-add"]').click();
+      const form = browser.$('[data-testid="mcp-form"]');
+      await form.waitForDisplayed();
+      await form.$('[data-testid="mcp-name"]').setValue('Notes');
+      await form.$('[data-testid="mcp-transport-http"]').click();
+      await form.$('[data-testid="mcp-url"]').setValue(server.url);
+      await form.$('[data-testid="mcp-save"]').click();
+      const row = browser.$('[data-testid="mcp-server"][data-id="notes"]');
+      await row.waitForDisplayed();
+      // Started at once to list its tools, it answers 401: the row offers its sign-in.
+      const signIn = row.$('[data-testid="mcp-sign-in"]');
+      await signIn.waitForDisplayed({ timeout: 30000 });
+      await row.scrollIntoView();
+      await shot(browser, 'mcp-06-remote-asks-to-sign-in');
+      await signIn.click();
+      step('sign-in started');
+      // The sign-in window shows the server's authorization page, which hands the code to the
+      // app's listener; then the server lists its tool.
+      await browser.waitUntil(async () => (await row.getAttribute('data-phase')) === 'running', {
+        timeout: 40000,
+        timeoutMsg: 'the remote server never ran after the sign-in',
+      });
+      assert.match(await row.$('[data-testid="mcp-tool-count"]').getText(), /1/);
+      await row.scrollIntoView();
+      await shot(browser, 'mcp-07-remote-signed-in');
+    } finally {
+      await browser.deleteSession();
+      server.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
