@@ -319,6 +319,9 @@ for (const [locale, lang] of [['zh-CN', 'zh'], ['en-US', 'en']]) {
     await page.waitForFunction(() => window.__fake.commandsCalled('sign_in').length === 1);
     assert.deepEqual(await lastArgs(page, 'sign_in'), { scopes: ['mcp:notes'], embedded: true });
     await page.waitForSelector('[data-id="notes"] [data-testid="mcp-sign-in"][data-state="waiting"]');
+    // The fake announces `waiting` 5 ms after answering, as its own event: let it arrive first,
+    // or it lands after the failure below and hides it (seen once in a full run).
+    await page.waitForTimeout(50);
     await page.evaluate(() => window.__fake.emit({ type: 'sign_in', status: { state: 'failed', message: 'the authorization server refused the code' } }));
     await row.getByTestId('mcp-sign-in-error').waitFor();
     assert.match(await row.getByTestId('mcp-sign-in-error').innerText(), w.failed);
