@@ -411,3 +411,28 @@ async fn a_servers_question_waits_for_the_users_answer_and_the_call_goes_on_with
     assert!(text.contains("林晓"), "{text}");
     assert!(app.mcp_questions().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_the_core_cannot_use_is_refused_with_the_reason_and_nothing_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = common::demo_paths(dir.path());
+    let app = common::open(paths.clone()).await;
+    let mut input = probe_input(Some("secret-value"));
+    input.transport = "http".into();
+    input.url = "file:///etc/passwd".into();
+    input.headers = vec![McpSecretInput {
+        name: "Authorization".into(),
+        value: Some("Bearer kept-nowhere".into()),
+    }];
+    let err = app.save_mcp_server(input).await.unwrap_err();
+    assert!(err.to_string().contains("file:///etc/passwd"), "{err}");
+    assert!(own(&app).is_empty(), "nothing was added");
+    assert!(
+        !paths.config_dir.join("mcp.json").exists(),
+        "nothing was written"
+    );
+    let mut unknown = probe_input(None);
+    unknown.transport = "carrier-pigeon".into();
+    let err = app.save_mcp_server(unknown).await.unwrap_err();
+    assert!(err.to_string().contains("carrier-pigeon"), "{err}");
+}

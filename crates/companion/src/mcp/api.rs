@@ -72,12 +72,7 @@ impl Companion {
         let saved = self.mcp().update(|servers| {
             let id = match &input.id {
                 Some(id) => id.clone(),
-                None => {
-                    let mut taken: Vec<String> = servers.iter().map(|s| s.id.clone()).collect();
-                    taken.push(super::feishu::ID.to_owned());
-                    taken.push(super::lark::ID.to_owned());
-                    unique_id(&slug(&input.name), &taken)
-                }
+                None => unique_id(&slug(&input.name), &taken_ids(servers)),
             };
             if id == super::feishu::ID || id == super::lark::ID {
                 return Err(CompanionError::Other(
@@ -140,6 +135,20 @@ impl Companion {
         Ok(())
     }
 
+    /// Writes `values` as server `id`'s secrets of `kind`.
+    fn put_secrets(
+        &self,
+        id: &str,
+        kind: SecretKind,
+        values: &std::collections::BTreeMap<String, String>,
+    ) -> Result<(), CompanionError> {
+        for (key, value) in values {
+            self.vault()
+                .put(&secret_name(id, kind, key), value.as_bytes())?;
+        }
+        Ok(())
+    }
+
     /// Removes a server, its secrets and its tools.
     pub async fn remove_mcp_server(&self, id: &str) -> Result<(), CompanionError> {
         self.mcp().update(|servers| {
@@ -163,11 +172,8 @@ impl Companion {
     /// Adds the servers of another app's configuration (Claude Desktop, Cursor, VS Code).
     /// Imported servers are never trusted and start only when first needed.
     pub async fn import_mcp_servers(&self, text: &str) -> Result<McpImportView, CompanionError> {
-        let mut taken: Vec<String> = self.mcp().configs().into_iter().map(|s| s.id).collect();
-        taken.push(super::feishu::ID.to_owned());
-        taken.push(super::lark::ID.to_owned());
-        let imported =
-            mcp::import::parse(text, &taken).map_err(|e| CompanionError::Other(e.to_string()))?;
+        let imported = mcp::import::parse(text, &taken_ids(&self.mcp().configs()))
+            .map_err(|e| CompanionError::Other(e.to_string()))?;
         let configs: Vec<ServerConfig> =
             imported.servers.iter().map(|s| s.config.clone()).collect();
         self.mcp().update(|servers| {
@@ -176,14 +182,8 @@ impl Companion {
         })?;
         for server in &imported.servers {
             let id = &server.config.id;
-            for (key, value) in &server.env {
-                self.vault()
-                    .put(&secret_name(id, SecretKind::Env, key), value.as_bytes())?;
-            }
-            for (key, value) in &server.headers {
-                self.vault()
-                    .put(&secret_name(id, SecretKind::Header, key), value.as_bytes())?;
-            }
+            self.put_secrets(id, SecretKind::Env, &server.env)?;
+            self.put_secrets(id, SecretKind::Header, &server.headers)?;
         }
         self.mcp_changed()?;
         Ok(McpImportView {
@@ -391,6 +391,15 @@ impl Companion {
             }
         });
     }
+}
+
+/// The ids `servers` and the built-in servers have: a new server takes none of them.
+fn taken_ids(servers: &[ServerConfig]) -> Vec<String> {
+    servers
+        .iter()
+        .map(|s| s.id.clone())
+        .chain([super::feishu::ID.to_owned(), super::lark::ID.to_owned()])
+        .collect()
 }
 
 /// `base`, or `base-2`, `base-3`… whichever no server has.

@@ -353,12 +353,8 @@ impl McpServers {
             timeout_secs: config.timeout_secs,
             phase: status
                 .as_ref()
-                .map_or("idle", |s| match s.phase {
-                    mcp::Phase::Idle => "idle",
-                    mcp::Phase::Starting => "starting",
-                    mcp::Phase::Running => "running",
-                    mcp::Phase::Failed => "failed",
-                })
+                .map_or(mcp::Phase::Idle, |s| s.phase)
+                .as_str()
                 .to_owned(),
             error: status.as_ref().and_then(|s| s.error.clone()),
             starts: status.as_ref().map_or(0, |s| s.starts),
