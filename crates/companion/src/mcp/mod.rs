@@ -29,6 +29,9 @@ use view::{McpServerView, McpToolView};
 pub(crate) struct McpServers {
     config_path: PathBuf,
     catalogue_path: PathBuf,
+    /// Each server's tools as last listed (read from `mcp-tools.json` once, kept as they are
+    /// saved): what a server the hub has not met yet offers until it is started.
+    known: Mutex<BTreeMap<String, Vec<mcp::ToolInfo>>>,
     file: Mutex<McpFile>,
     /// Why `mcp.json` could not be read: the page says so, and nothing overwrites the file.
     damaged: Option<String>,
@@ -77,6 +80,7 @@ impl McpServers {
         let questions = questions::Questions::new();
         let servers = McpServers {
             config_path,
+            known: Mutex::new(file::load_catalogue(&catalogue_path)),
             catalogue_path,
             file: Mutex::new(loaded),
             damaged,
@@ -197,7 +201,7 @@ impl McpServers {
                     .map(|c| self.with_sign_in(resolve(c, vault))),
             )
             .collect();
-        let mut known = file::load_catalogue(&self.catalogue_path);
+        let mut known = lock(&self.known).clone();
         known
             .entry(feishu::ID.to_owned())
             .or_insert_with(feishu::known_tools);
@@ -259,9 +263,11 @@ impl McpServers {
 
     /// Keeps what each server listed, for the next start.
     pub(crate) fn save_catalogue(&self) {
-        if let Err(e) = file::save_catalogue(&self.catalogue_path, &self.hub.catalogue()) {
+        let catalogue = self.hub.catalogue();
+        if let Err(e) = file::save_catalogue(&self.catalogue_path, &catalogue) {
             tracing::warn!(error = %e, "the MCP tool list cannot be kept");
         }
+        *lock(&self.known) = catalogue;
     }
 
     /// Changes the server list with `change` and writes it; refused while the file is damaged.
