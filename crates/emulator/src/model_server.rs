@@ -1,6 +1,8 @@
 //! The scripted model server: an OpenAI-compatible Chat Completions endpoint on a loopback port
 //! that answers from a [`Script`] instead of a model, so the real provider code runs in tests and
-//! in demo mode.
+//! in demo mode. It also speaks the Anthropic Messages API (`POST /v1/messages`, see the
+//! `anthropic` module), answering from the same steps, so Anthropic clients such as the Claude
+//! Code CLI can be driven by a script too.
 //!
 //! It streams exactly as the real service does: a first chunk with the assistant role, content
 //! deltas a few characters at a time, for each tool call a chunk with its `index`, `id` and
@@ -43,6 +45,11 @@
 //! ]}
 //! ```
 //!
+//! A request no step answers fails (`script_exhausted`), unless the script has a `fallback` text:
+//! then it gets that text. Clients that send side requests of their own need it, since a script
+//! cannot foresee them all: Claude Code has a dozen kinds (a session title, a summary of tool
+//! use, a quota check, …), sent as its version and settings decide.
+//!
 //! Every request is kept in a log ([`ModelServer::requests`]) for tests to count and inspect.
 
 use std::net::SocketAddr;
@@ -58,6 +65,8 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio::sync::oneshot;
+
+mod anthropic;
 
 /// The demo script shipped with the app: reading the agenda, proposing a meeting (approval) and
 /// a tool that needs a permission not granted yet (sign-in card).
@@ -89,6 +98,9 @@ pub struct Script {
     /// they never decide the user's [`Language`].
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The text answered to a request that no step answers; `None`: such a request fails.
+    #[serde(default)]
+    pub fallback: Option<String>,
     /// The steps.
     pub steps: Vec<Step>,
 }
@@ -294,6 +306,7 @@ impl Script {
             utc_offset_minutes: default_offset(),
             api_key: None,
             notes: Vec::new(),
+            fallback: None,
             steps,
         }
     }
@@ -359,7 +372,8 @@ pub struct RecordedRequest {
     pub path: String,
     /// The JSON body (`null` when it was not JSON).
     pub body: Value,
-    /// Whether an `Authorization` header was sent (its value is not kept).
+    /// Whether an `Authorization` header (or, on the Anthropic endpoints, `x-api-key`) was sent
+    /// (its value is not kept).
     pub authorized: bool,
     /// The index of the script step that answered, if one did.
     pub step: Option<usize>,
@@ -375,13 +389,13 @@ impl RecordedRequest {
     }
 }
 
-struct ServerState {
-    script: Script,
+pub(super) struct ServerState {
+    pub(super) script: Script,
     used: Mutex<Vec<bool>>,
-    log: Mutex<Vec<RecordedRequest>>,
+    pub(super) log: Mutex<Vec<RecordedRequest>>,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // The guarded values are plain data that a panic cannot leave half-updated.
     mutex
         .lock()
@@ -420,6 +434,7 @@ impl ModelServer {
         let app = axum::Router::new()
             .route("/v1/chat/completions", post(chat_completions))
             .route("/v1/models", get(models))
+            .merge(anthropic::routes())
             .fallback(not_found)
             .with_state(state.clone());
         let listener = tokio::net::TcpListener::bind(addr).await?;
@@ -549,7 +564,10 @@ async fn chat_completions(
     let picked = pick(&state, &body);
     record.step = picked.as_ref().map(|(index, _)| *index);
     lock(&state.log).push(record);
-    let Some((_, step)) = picked else {
+    let Some(step) = picked
+        .map(|(_, step)| step)
+        .or_else(|| fallback_step(&state.script))
+    else {
         return openai_error(
             StatusCode::BAD_REQUEST,
             "The model script has no step for this request.",
@@ -581,8 +599,16 @@ async fn chat_completions(
     }
 }
 
+/// The script's `fallback` as a step, for a request no step answers.
+pub(super) fn fallback_step(script: &Script) -> Option<Step> {
+    script
+        .fallback
+        .as_ref()
+        .map(|text| Step::text(text.clone()))
+}
+
 /// The first available step that matches the request's last message, marked used.
-fn pick(state: &ServerState, body: &Value) -> Option<(usize, Step)> {
+pub(super) fn pick(state: &ServerState, body: &Value) -> Option<(usize, Step)> {
     let messages = body["messages"].as_array()?;
     let mut used = lock(&state.used);
     for (index, step) in state.script.steps.iter().enumerate() {
@@ -669,7 +695,7 @@ fn tool_name(messages: &[Value], id: &str) -> Option<String> {
 
 /// A reply with its placeholders filled in and its calls given ids; `last` is the request's last
 /// message, whose tool answer `{{result.…}}` quotes.
-fn resolve(reply: &Reply, script: &Script, last: &Value) -> ResolvedReply {
+pub(super) fn resolve(reply: &Reply, script: &Script, last: &Value) -> ResolvedReply {
     let dates = Dates::now(script.utc_offset_minutes);
     ResolvedReply {
         text: fill_result(&dates.fill(&reply.text), last),
@@ -733,15 +759,15 @@ fn fill_result(text: &str, last: &Value) -> String {
     out
 }
 
-struct ResolvedReply {
-    text: String,
-    calls: Vec<ResolvedCall>,
+pub(super) struct ResolvedReply {
+    pub(super) text: String,
+    pub(super) calls: Vec<ResolvedCall>,
 }
 
-struct ResolvedCall {
-    id: String,
-    name: String,
-    arguments: String,
+pub(super) struct ResolvedCall {
+    pub(super) id: String,
+    pub(super) name: String,
+    pub(super) arguments: String,
 }
 
 /// One answer, rendered as a stream or a document.
@@ -881,7 +907,7 @@ impl Answer {
     }
 }
 
-fn stream_response(events: Vec<String>, delay: Duration) -> Response {
+pub(super) fn stream_response(events: Vec<String>, delay: Duration) -> Response {
     let events = std::collections::VecDeque::from(events);
     let body = futures::stream::unfold((events, true), move |(mut events, first)| async move {
         let event = events.pop_front()?;
@@ -901,7 +927,7 @@ fn stream_response(events: Vec<String>, delay: Duration) -> Response {
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
-fn error_response(error: &ErrorReply) -> Response {
+pub(super) fn error_response(error: &ErrorReply) -> Response {
     let status = StatusCode::from_u16(error.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = match &error.body {
         Some(Value::String(text)) => (status, text.clone()).into_response(),
@@ -973,7 +999,7 @@ fn new_call_id() -> String {
     format!("call_{}", &hex[..24])
 }
 
-fn now_secs() -> u64 {
+pub(super) fn now_secs() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -981,7 +1007,7 @@ fn now_secs() -> u64 {
 }
 
 /// A rough token count (a token is about four bytes of English, one or two CJK characters).
-fn estimate_tokens(text: &str) -> u64 {
+pub(super) fn estimate_tokens(text: &str) -> u64 {
     (text.len() as u64).div_ceil(4)
 }
 
