@@ -72,4 +72,9 @@ pub const COMMANDS: &[&str] = &[
     "install_lark_mcp",
     "mcp_questions",
     "answer_mcp_question",
+    "connected_agents",
+    "add_connected_agent",
+    "set_connected_agent_paused",
+    "revoke_connected_agent",
+    "set_connected_agent_tools",
 ];

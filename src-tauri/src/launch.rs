@@ -13,9 +13,13 @@ pub const DEMO_ENV: &str = "FEISHU_COMPANION_DEMO";
 /// standing in for a real tenant (end-to-end tests, trials).
 pub const FEISHU_BASE_URL_ENV: &str = "FEISHU_COMPANION_FEISHU_BASE_URL";
 
+/// Serve connected agents on this port instead of the usual one (end-to-end tests; `0`: any).
+pub const AGENTS_PORT_ENV: &str = "FEISHU_COMPANION_AGENTS_PORT";
+
 /// What `--help` prints.
 pub const USAGE: &str = "\
 Usage: feishu-companion [--data-dir <dir>] [--ephemeral-keys] [--demo]
+       feishu-companion mcp [--token <token>]   (the stdio relay for other agents; mcp --help)
 
   --data-dir <dir>   keep settings and data under <dir>      (env FEISHU_COMPANION_DATA_DIR)
   --ephemeral-keys   master key in memory only, for tests    (env FEISHU_COMPANION_EPHEMERAL_KEYS=1)
@@ -36,6 +40,8 @@ pub struct Launch {
     pub demo: bool,
     /// The user's own Feishu app served from here instead of the brand's hosts.
     pub feishu_base_url: Option<String>,
+    /// Connected agents are served on this port instead of the usual one.
+    pub agents_port: Option<u16>,
 }
 
 /// A command line the app does not understand.
@@ -77,6 +83,7 @@ impl Launch {
             feishu_base_url: env(FEISHU_BASE_URL_ENV)
                 .map(|v| v.to_string_lossy().trim().to_owned())
                 .filter(|v| !v.is_empty()),
+            agents_port: env(AGENTS_PORT_ENV).and_then(|v| v.to_string_lossy().trim().parse().ok()),
         };
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
@@ -121,12 +128,21 @@ mod tests {
     }
 
     #[test]
+    fn the_agents_port_comes_from_its_variable_and_nonsense_is_ignored() {
+        let port = parse(&[], &[(AGENTS_PORT_ENV, "0")]).unwrap();
+        assert_eq!(port.agents_port, Some(0));
+        let nonsense = parse(&[], &[(AGENTS_PORT_ENV, "http")]).unwrap();
+        assert_eq!(nonsense.agents_port, None);
+    }
+
+    #[test]
     fn flags_and_variables_mean_the_same() {
         let want = Launch {
             data_dir: Some(PathBuf::from("/tmp/fc")),
             ephemeral_keys: true,
             demo: true,
             feishu_base_url: None,
+            agents_port: None,
         };
         assert_eq!(
             parse(

@@ -8,6 +8,7 @@
 //! The binary calls [`run`]; the tests build the same app on Tauri's mock runtime with
 //! [`configure`] and [`context`].
 
+mod agents;
 mod assistant;
 pub mod commands;
 mod events;
@@ -151,6 +152,7 @@ async fn open(
         feishu_base_url: launch.feishu_base_url.clone(),
         resource_dir,
         python_cache_dir: None,
+        agents_port: launch.agents_port,
     };
     Companion::open(paths, options).await.map_err(|e| {
         format!(
@@ -166,6 +168,11 @@ pub fn run() -> anyhow::Result<()> {
     let mut args = std::env::args_os();
     // The first argument is the program's own path.
     let _ = args.next();
+    let args: Vec<std::ffi::OsString> = args.collect();
+    // `feishu-companion mcp`: the stdio relay for connected agents, no window.
+    if args.first().is_some_and(|a| a == "mcp") {
+        return agents::relay(args[1..].to_vec());
+    }
     let launch = match Launch::parse(args, |name| std::env::var_os(name)) {
         Ok(launch) => launch,
         Err(LaunchError::Help) => {

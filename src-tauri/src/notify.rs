@@ -197,6 +197,7 @@ mod tests {
             authorize_url: None,
             scope_apply_url: None,
             verdict: None,
+            requester: None,
             decided_by: None,
             reason: None,
             reason_text: None,

@@ -250,7 +250,8 @@ impl Companion {
     pub(crate) fn apply_agent(&self) -> Result<(), CompanionError> {
         let agent = self.build_agent()?;
         self.engine().set_agent(agent)?;
-        Ok(())
+        // The MCP servers' tools may have changed, and agents may have been given them.
+        self.apply_connected_agents()
     }
 
     /// Prepares the Python sandbox in the background (never delaying the window: tens of

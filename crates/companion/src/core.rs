@@ -118,6 +118,9 @@ pub struct OpenOptions {
     pub resource_dir: Option<std::path::PathBuf>,
     /// Keep the compiled Python sandbox here instead of the data folder (tests share one).
     pub python_cache_dir: Option<std::path::PathBuf>,
+    /// Serve connected agents on this port instead of the registry's (`Some(0)`: any free
+    /// port; tests).
+    pub agents_port: Option<u16>,
 }
 
 /// An application failure, worded for the person using the app.
@@ -181,6 +184,8 @@ struct Inner {
     remote: Arc<crate::remote_approval::Remote>,
     /// The user's MCP servers (see [`crate::mcp`]); they outlive runtime rebuilds.
     mcp: Arc<crate::mcp::McpServers>,
+    /// The user's other agents asking over MCP (see [`crate::agents`]).
+    agents: Arc<crate::agents::ConnectedAgents>,
 }
 
 /// The app, without its window: everything the UI, the tests and a CLI drive.
@@ -242,6 +247,7 @@ impl Companion {
                 .map_err(CompanionError::Other)?,
         );
         let mcp = Arc::new(crate::mcp::McpServers::open(&paths, &vault));
+        let agents = Arc::new(crate::agents::ConnectedAgents::open(&paths.config_dir));
         let extensions = runtime::Extensions {
             python: &python,
             mcp: &mcp,
@@ -270,9 +276,11 @@ impl Companion {
                 python_host,
                 remote: Arc::default(),
                 mcp,
+                agents,
             }),
         };
         companion.forward_engine_events(&runtime.engine);
+        companion.apply_connected_agents()?;
         companion.recover(&runtime).await?;
         if runtime.demo.is_some() {
             // The emulator starts afresh with every launch and knows no earlier token, so a
@@ -286,6 +294,9 @@ impl Companion {
         companion.forward_mcp_events();
         companion.list_unknown_mcp_tools();
         companion.forward_mcp_questions();
+        companion
+            .start_agent_server(companion.inner.options.agents_port)
+            .await;
         Ok(companion)
     }
 
@@ -337,6 +348,8 @@ impl Companion {
             .runtime
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = fresh.clone();
+        // The new engine knows no connected agent yet.
+        self.apply_connected_agents()?;
         tracing::info!(profile = ?fresh.profile, "settings applied");
         Ok(())
     }
@@ -392,6 +405,11 @@ impl Companion {
     /// The user's MCP servers (for the application core's own modules).
     pub(crate) fn mcp(&self) -> &Arc<crate::mcp::McpServers> {
         &self.inner.mcp
+    }
+
+    /// The connected agents (see [`crate::agents`]).
+    pub(crate) fn agent_registry(&self) -> &Arc<crate::agents::ConnectedAgents> {
+        &self.inner.agents
     }
 
     /// What Python code reaches outside the sandbox.
@@ -488,11 +506,15 @@ impl Companion {
     pub fn pending(&self) -> Result<Vec<CallRecord>, CompanionError> {
         // Only the person's: another person's waiting approvals stay apart (crate::person).
         let owned = self.owned_session_ids()?;
+        // Connected agents' calls too: they wait in the same inbox.
+        let agents = self.agent_registry().snapshot();
         Ok(self
             .engine()
             .pending_calls()?
             .into_iter()
-            .filter(|c| owned.contains(&c.session_id))
+            .filter(|c| {
+                owned.contains(&c.session_id) || agents.clients.iter().any(|a| a.id == c.agent_name)
+            })
             .collect())
     }
 

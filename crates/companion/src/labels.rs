@@ -30,6 +30,8 @@ pub fn tool_title(tool: &str) -> Text {
         "create_task" => ("创建待办", "Create a task"),
         "complete_task" => ("完成待办", "Complete a task"),
         "reopen_task" => ("重新打开待办", "Reopen a task"),
+        crate::agents::tools::APPROVE => ("允许智能体的操作", "Allow an agent's action"),
+        crate::agents::tools::REQUEST_APPROVAL => ("智能体请求批准", "An agent asks for approval"),
         other => return mcp_tool_title(other).unwrap_or_else(|| Text::new(other, other)),
     };
     Text::new(zh, en)

@@ -7,6 +7,7 @@
 //! a user who has not configured a Feishu app or a model yet. *Pending* items are the calls
 //! waiting for the user: approvals, sign-ins, and writes whose outcome a crash made unknown.
 
+pub mod agents;
 mod apply;
 mod assistant;
 pub mod autonomy;

@@ -12,6 +12,10 @@ use crate::view::Text;
 fn sentence(text: &str) -> Option<Text> {
     let t = match text {
         notice::CANCELLED_BY_USER => Text::new("你取消了这一轮", "You cancelled this turn"),
+        notice::ABANDONED => Text::new(
+            "发起请求的智能体已断开，操作未执行",
+            "The agent that asked went away before a decision; nothing was done",
+        ),
         notice::CANCELLED_FOR_NEW_MESSAGE => Text::new(
             "你发送新消息时选择了取消等待中的审批",
             "You cancelled it when you sent a new message",

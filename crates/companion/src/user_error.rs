@@ -102,7 +102,10 @@ pub fn explain(error: &CompanionError) -> UiError {
                     format!("The edited arguments do not fit this action: {message}"),
                 ),
             ),
-            E::CallNotFound(_) | E::SessionNotFound(_) | E::RuleNotFound(_) => (
+            E::CallNotFound(_)
+            | E::SessionNotFound(_)
+            | E::RuleNotFound(_)
+            | E::AgentNotFound(_) => (
                 "not_found",
                 Text::new(
                     "找不到这一项，它可能已被删除。",

@@ -333,6 +333,8 @@ pub struct CallView {
     /// When it last changed.
     #[ts(type = "number")]
     pub updated_at: i64,
+    /// The connected agent that asked for it ("Claude Code"), when another agent did.
+    pub requester: Option<String>,
 }
 
 /// A conversation, whole: its entries and the state of its calls.
@@ -953,6 +955,7 @@ impl From<&CallRecord> for CallView {
             created_at: c.created_at,
             expires_at: c.expires_at,
             updated_at: c.updated_at,
+            requester: crate::agents::requester_name(&c.agent_name),
         }
     }
 }

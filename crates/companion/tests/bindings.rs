@@ -58,6 +58,9 @@ fn generate(dir: &Path) {
         companion::mcp::questions::McpQuestionView,
         companion::mcp::questions::McpAnswerInput,
         companion::mcp::view::LarkMcpView,
+        companion::agents::view::ConnectedAgentsView,
+        companion::agents::view::NewAgentView,
+        companion::agents::view::AgentToolsInput,
     );
 }
 

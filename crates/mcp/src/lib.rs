@@ -8,7 +8,8 @@
 //! goes through the engine's approval gate like a built-in tool: what counts as a read is
 //! decided by the user, never by the server alone ([`gate`]). A remote server that asks the
 //! user to sign in holds the call until they have ([`oauth`]); a server that asks the user for
-//! input mid-call reaches the app's [`Elicitor`] ([`elicit`]).
+//! input mid-call reaches the app's [`Elicitor`] ([`elicit`]). The other way round, [`serve`]
+//! makes the app an MCP server for the user's other agents, behind the same gate.
 //!
 //! Imports: the engine's vocabulary (`agent`) and `rmcp`; nothing of the app, Feishu, SQLite or
 //! Tauri. Secrets come in resolved ([`Resolved`]); where they are kept is the app's business.
@@ -25,6 +26,7 @@ pub mod import;
 pub mod naming;
 pub mod oauth;
 pub mod outcome;
+pub mod serve;
 mod stderr;
 pub mod tool;
 

@@ -36,6 +36,7 @@ pub fn app(dir: &Path) -> App<MockRuntime> {
         ephemeral_keys: true,
         demo: true,
         feishu_base_url: None,
+        agents_port: Some(0),
     };
     let shell = Shell::new(launch, Instant::now()).without_native_windows();
     let app = feishu_companion::configure(mock_builder(), shell)

@@ -206,6 +206,9 @@ pub enum EngineError {
     /// The session was ended and takes no more messages.
     #[error("session {0} has ended; start a new session")]
     SessionEnded(String),
+    /// No detached agent has this name (see [`Engine::set_detached_agents`]).
+    #[error("there is no agent named {0}")]
+    AgentNotFound(String),
     /// A turn is running in this session.
     #[error("a turn is already running in session {0}; wait for it or cancel it")]
     Busy(String),
@@ -339,6 +342,8 @@ impl Agents {
 struct Inner {
     /// Read at every step, so a swap applies from the next step on (see [`Engine::set_agent`]).
     agents: RwLock<Arc<Agents>>,
+    /// Agents outside the tree (see [`Engine::set_detached_agents`]), by name.
+    detached: RwLock<Arc<HashMap<String, AgentNode>>>,
     store: Arc<dyn EngineStore>,
     clock: Arc<dyn Clock>,
     config: EngineConfig,
@@ -421,6 +426,7 @@ impl Engine {
         Ok(Engine {
             inner: Arc::new(Inner {
                 agents: RwLock::new(Arc::new(agents)),
+                detached: RwLock::new(Arc::default()),
                 store,
                 clock,
                 config,
@@ -484,9 +490,58 @@ impl Engine {
         self.agents().nodes.contains_key(name)
     }
 
-    /// The agent of that name, or the root when the tree no longer has it (a swap renamed it).
+    /// Replaces the *detached* agents: agents outside the root's tree that no model can
+    /// transfer to, whose turns start only through [`Engine::send_message_as`]. The app gives
+    /// each of the user's other agents (an MCP client) one, so their calls pass the very same
+    /// gate — rules, holds, expiry, sign-in, audit — under their own name. A name the tree
+    /// already uses is refused.
+    pub fn set_detached_agents(&self, agents: Vec<LlmAgent>) -> Result<(), EngineError> {
+        let tree = self.agents();
+        let mut nodes = HashMap::new();
+        for agent in agents {
+            let name = agent.name.clone();
+            if tree.nodes.contains_key(&name) || nodes.contains_key(&name) {
+                return Err(crate::agent::AgentError::DuplicateAgent(name).into());
+            }
+            let node = AgentNode {
+                agent: Arc::new(agent),
+                parent: None,
+                branch: None,
+            };
+            nodes.insert(name, node);
+        }
+        *self
+            .inner
+            .detached
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(nodes);
+        Ok(())
+    }
+
+    fn is_detached(&self, name: &str) -> bool {
+        self.inner
+            .detached
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains_key(name)
+    }
+
+    /// The agent of that name, or the root when neither the tree nor the detached agents have
+    /// it any more (a swap renamed it).
     fn node(&self, name: &str) -> AgentNode {
         let agents = self.agents();
+        if !agents.nodes.contains_key(name) {
+            let detached = self
+                .inner
+                .detached
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get(name)
+                .cloned();
+            if let Some(node) = detached {
+                return node;
+            }
+        }
         agents
             .nodes
             .get(name)

@@ -10,6 +10,9 @@
 /// The user pressed Stop, or cancelled the waiting turn.
 pub const CANCELLED_BY_USER: &str = "cancelled by the user";
 
+/// The other agent that asked for the call (an MCP client) went away before it was decided.
+pub const ABANDONED: &str = "abandoned: the agent that asked went away before a decision";
+
 /// The user chose to cancel the approvals still waiting when they sent a new message.
 pub const CANCELLED_FOR_NEW_MESSAGE: &str = "cancelled by the user when they sent a new message";
 
@@ -54,6 +57,7 @@ pub const STOPPED_CODE: &str = "stopped";
 /// Every fixed sentence above, for the app's translation check.
 pub const ALL: &[&str] = &[
     CANCELLED_BY_USER,
+    ABANDONED,
     CANCELLED_FOR_NEW_MESSAGE,
     SUPERSEDED,
     EXPIRED,

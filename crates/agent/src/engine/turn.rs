@@ -36,6 +36,31 @@ impl Engine {
             .await
     }
 
+    /// Sends a message to a detached agent (see [`Engine::set_detached_agents`]) instead of
+    /// the root: the turn is that agent's from its first step, with its model and its tools.
+    pub async fn send_message_as(
+        &self,
+        session_id: &str,
+        agent_name: &str,
+        content: Content,
+    ) -> Result<TurnOutcome, EngineError> {
+        if !self.is_detached(agent_name) {
+            return Err(EngineError::AgentNotFound(agent_name.to_owned()));
+        }
+        let token = self.start_running(session_id)?;
+        let result = self
+            .send_message_running(
+                session_id,
+                content,
+                WaitingCalls::Keep,
+                token,
+                Some(agent_name),
+            )
+            .await;
+        self.stop_running(session_id);
+        result
+    }
+
     /// [`Engine::send_message`], saying what becomes of the calls still waiting in the session:
     /// kept, or cancelled by the user's choice ([`notice::CANCELLED_FOR_NEW_MESSAGE`]).
     pub async fn send_message_with(
@@ -46,7 +71,7 @@ impl Engine {
     ) -> Result<TurnOutcome, EngineError> {
         let token = self.start_running(session_id)?;
         let result = self
-            .send_message_running(session_id, content, waiting, token)
+            .send_message_running(session_id, content, waiting, token, None)
             .await;
         self.stop_running(session_id);
         result
@@ -58,6 +83,7 @@ impl Engine {
         content: Content,
         waiting: WaitingCalls,
         cancel: CancellationToken,
+        agent_name: Option<&str>,
     ) -> Result<TurnOutcome, EngineError> {
         let mut guard = self.lock_session(session_id).await?;
         let s = guard.cache();
@@ -96,7 +122,7 @@ impl Engine {
         let inv = InvocationRecord {
             id: format!("inv_{}", uuid::Uuid::new_v4().simple()),
             session_id: s.id.clone(),
-            agent_name: self.root_name(),
+            agent_name: agent_name.map_or_else(|| self.root_name(), str::to_owned),
             status: InvocationStatus::Running,
             model_calls: 0,
             started_at: now,
@@ -517,6 +543,18 @@ impl Engine {
     /// Cancels the session's turn: a running one stops at its next step (a write already sent
     /// is waited for), a suspended one is closed. Held calls are answered `CANCELLED`.
     pub async fn cancel(&self, session_id: &str) -> Result<bool, EngineError> {
+        self.cancel_noting(session_id, notice::CANCELLED_BY_USER)
+            .await
+    }
+
+    /// Closes the session's waiting turn because whoever asked is gone (an MCP client that
+    /// disconnected): held calls are answered `CANCELLED` with [`notice::ABANDONED`] and never
+    /// run. A running turn stops at its next step, as with [`Engine::cancel`].
+    pub async fn abandon(&self, session_id: &str) -> Result<bool, EngineError> {
+        self.cancel_noting(session_id, notice::ABANDONED).await
+    }
+
+    async fn cancel_noting(&self, session_id: &str, note: &str) -> Result<bool, EngineError> {
         if let Some(token) = lock(&self.inner.running).get(session_id) {
             token.cancel();
             return Ok(true);
@@ -526,12 +564,7 @@ impl Engine {
         let open = self.open_invocations(session_id)?;
         let any = !open.is_empty();
         for inv in open {
-            self.close_invocation(
-                s,
-                inv,
-                InvocationStatus::Cancelled,
-                notice::CANCELLED_BY_USER,
-            )?;
+            self.close_invocation(s, inv, InvocationStatus::Cancelled, note)?;
         }
         Ok(any)
     }

@@ -72,7 +72,7 @@ pub(crate) fn save_catalogue(
     write_atomic(path, &text)
 }
 
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CompanionError> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CompanionError> {
     crate::settings::write_private(path, bytes)
         .map_err(|e| CompanionError::Other(format!("cannot write {}: {e}", path.display())))
 }

@@ -7,7 +7,7 @@
 mod api;
 pub(crate) mod feishu;
 pub use api::McpEvent;
-mod file;
+pub(crate) mod file;
 pub(crate) mod lark;
 pub mod questions;
 pub(crate) mod sign_in;

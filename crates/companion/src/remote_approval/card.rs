@@ -222,6 +222,16 @@ pub fn pending_card(call: &CallView, cx: &CardContext) -> Value {
     let high = high_risk(call);
     let mut elements = particulars(call, lang);
     let mut notes = vec![lang.pick(&call.title)];
+    if let Some(requester) = &call.requester {
+        // Another agent asked: the person deciding must know which.
+        notes.insert(
+            0,
+            match lang {
+                Lang::Zh => format!("来自 {requester}"),
+                Lang::En => format!("from {requester}"),
+            },
+        );
+    }
     if let Some(at) = call.expires_at {
         notes.push(match lang {
             Lang::Zh => format!("将于 {} 过期", clock(at, &cx.tz)),
@@ -418,6 +428,7 @@ mod tests {
             created_at: 0,
             expires_at: Some(1_800_000_000_000),
             updated_at: 1_800_000_000_000,
+            requester: None,
         }
     }
 

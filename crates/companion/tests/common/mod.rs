@@ -34,6 +34,8 @@ pub async fn open(paths: AppPaths) -> Companion {
         paths,
         OpenOptions {
             memory_keys: true,
+            // Any free port: tests run side by side, and never on the user's.
+            agents_port: Some(0),
             ..OpenOptions::default()
         },
     )

@@ -96,4 +96,8 @@ expires_at: number | null,
 /**
  * When it last changed.
  */
-updated_at: number, };
+updated_at: number, 
+/**
+ * The connected agent that asked for it ("Claude Code"), when another agent did.
+ */
+requester: string | null, };

@@ -1,0 +1,227 @@
+//! One request of a connected agent, through the engine's own gate. The request becomes a turn
+//! of the agent's *detached* engine agent in a session of its own: its model is a relay
+//! ([`relay_model`]) that proposes exactly the call the client asked for, so classification,
+//! rules, holding, expiry, sign-in, Feishu cards, dispatch and the audit are the very ones the
+//! app's own assistant goes through. The request then waits for the call's end, reporting where
+//! it stands; if the client goes away first, the turn is abandoned and the call never runs.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent::persist::CallFilter;
+use agent::{
+    CallRecord, CallStatus, Content, FunctionCall, LlmResponse, Part, ScriptedModel, ToolOutcome,
+    Verdict,
+};
+use mcp::serve::{Caller, GatewayError, Progress};
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::tools::{APPROVE, REQUEST_APPROVAL, flatten_permission, updated_input};
+use crate::core::Companion;
+
+/// While a call waits, the client hears where it stands this often (and at every change).
+const REPORT_EVERY: Duration = Duration::from_secs(10);
+
+/// The marker the relay's request text starts with.
+const RELAY_PREFIX: &str = "mcp-request ";
+
+/// The model of every connected agent: proposes the call its request names, then ends the turn
+/// without a word once the call is answered.
+pub(crate) fn relay_model() -> Arc<dyn agent::Model> {
+    Arc::new(ScriptedModel::from_fn(|request| {
+        let last = request.contents.last();
+        let answered = last.is_some_and(|c| c.function_responses().next().is_some());
+        let asked = last
+            .filter(|_| !answered)
+            .map(Content::text)
+            .and_then(|text| text.strip_prefix(RELAY_PREFIX).map(str::to_owned))
+            .and_then(|json| serde_json::from_str::<Value>(&json).ok());
+        let Some(asked) = asked else {
+            return Ok(LlmResponse::from_parts(Vec::new()));
+        };
+        let name = asked["tool"].as_str().unwrap_or_default().to_owned();
+        let args = asked["args"].as_object().cloned().unwrap_or_default();
+        Ok(LlmResponse::from_parts(vec![Part::FunctionCall(
+            FunctionCall {
+                id: None,
+                name,
+                args,
+            },
+        )]))
+    }))
+}
+
+/// The user message a request becomes: readable in the session, parsed by [`relay_model`].
+fn relay_request(tool: &str, args: &Map<String, Value>) -> Content {
+    Content::user_text(format!(
+        "{RELAY_PREFIX}{}",
+        json!({"tool": tool, "args": args})
+    ))
+}
+
+fn internal(e: impl std::fmt::Display) -> GatewayError {
+    GatewayError::Internal(e.to_string())
+}
+
+impl Companion {
+    /// Runs one tool call of a connected agent through the gate and answers it.
+    pub(crate) async fn agent_call(
+        &self,
+        caller: &Caller,
+        tool: &str,
+        args: Map<String, Value>,
+        progress: Progress,
+        cancel: CancellationToken,
+    ) -> Result<CallToolResult, GatewayError> {
+        let client = self
+            .agent_registry()
+            .client(&caller.client_id)
+            .filter(super::registry::ClientRecord::active)
+            .ok_or_else(|| internal("this agent was revoked"))?;
+        if !self.agent_tools(&client).iter().any(|t| t.name() == tool) {
+            return Err(GatewayError::UnknownTool(tool.to_owned()));
+        }
+        let project = caller.project.as_deref();
+        let args = match tool {
+            APPROVE => flatten_permission(args, project),
+            _ => match project {
+                Some(p) if tool == REQUEST_APPROVAL => {
+                    let mut args = args;
+                    args.insert("project".to_owned(), json!(p));
+                    args
+                }
+                _ => args,
+            },
+        };
+        let engine = self.engine();
+        let owner = self.agents_user_id();
+        let session = engine
+            .create_session(&owner, &Default::default())
+            .map_err(internal)?;
+        let mut events = engine.subscribe();
+        let outcome = engine
+            .send_message_as(&session, &client.id, relay_request(tool, &args))
+            .await
+            .map_err(internal)?;
+        let filter = CallFilter {
+            invocation_id: Some(outcome.invocation_id.clone()),
+            ..CallFilter::default()
+        };
+        let mut said = None;
+        loop {
+            let call = engine
+                .store()
+                .calls(&filter)
+                .map_err(internal)?
+                .into_iter()
+                .next();
+            let Some(call) = call else {
+                return Err(internal("the request made no call"));
+            };
+            if call.status == CallStatus::Done {
+                return Ok(self.answer(tool, &call));
+            }
+            if said != Some(call.status) {
+                progress.report(waiting_message(call.status)).await;
+                said = Some(call.status);
+            }
+            tokio::select! {
+                () = cancel.cancelled() => {
+                    // The client went away: the call is marked abandoned and never runs.
+                    if let Err(e) = engine.abandon(&session).await {
+                        tracing::warn!(error = %e, "an abandoned request could not be closed");
+                    }
+                    return Err(internal("the request was cancelled"));
+                }
+                _ = events.recv() => {}
+                () = tokio::time::sleep(REPORT_EVERY) => said = None,
+            }
+        }
+    }
+
+    /// What the client is told of a finished call.
+    fn answer(&self, tool: &str, call: &CallRecord) -> CallToolResult {
+        let verdict = call.decision.as_ref().map(|d| d.verdict);
+        let ran = !matches!(
+            verdict,
+            Some(Verdict::Rejected | Verdict::Expired | Verdict::Superseded | Verdict::Cancelled)
+        ) && call.outcome != Some(ToolOutcome::Cancelled);
+        let why = refusal_reason(call);
+        match tool {
+            APPROVE if ran && call.outcome == Some(ToolOutcome::Completed) => text(
+                json!({"behavior": "allow", "updatedInput": updated_input(&call.args)}),
+                false,
+            ),
+            APPROVE => text(json!({"behavior": "deny", "message": why}), false),
+            REQUEST_APPROVAL if ran && call.outcome == Some(ToolOutcome::Completed) => {
+                text(json!({"approved": true}), false)
+            }
+            REQUEST_APPROVAL => text(json!({"approved": false, "reason": why}), false),
+            _ if !ran => text(Value::String(why), true),
+            _ => {
+                let response = self.function_response(call).unwrap_or_default();
+                let failed = call.outcome != Some(ToolOutcome::Completed)
+                    && call.outcome != Some(ToolOutcome::Informational);
+                text(Value::Object(response), failed)
+            }
+        }
+    }
+
+    /// The answer the engine stored for `call`.
+    fn function_response(&self, call: &CallRecord) -> Option<Map<String, Value>> {
+        let events = self.store().load_session(&call.session_id).ok()?.events;
+        events.iter().rev().find_map(|event| {
+            event
+                .content
+                .as_ref()?
+                .function_responses()
+                .find(|r| r.id.as_deref() == Some(&call.call_id))
+                .map(|r| r.response.clone())
+        })
+    }
+}
+
+/// What a waiting call tells the client (repeated every [`REPORT_EVERY`], so a client whose
+/// request timeout resets on progress keeps waiting).
+fn waiting_message(status: CallStatus) -> &'static str {
+    match status {
+        CallStatus::AwaitingApproval => {
+            "Waiting for the user's approval in Feishu Companion (等待用户在飞书助手中审批)"
+        }
+        CallStatus::AwaitingAuth => {
+            "Waiting for the user to sign in to Feishu in Feishu Companion (等待用户登录飞书授权)"
+        }
+        CallStatus::OutcomeUnknown => "Waiting for the user to say whether it happened",
+        CallStatus::Approved | CallStatus::Dispatching | CallStatus::Done => "Running",
+    }
+}
+
+/// Why a call did not run, in words the other agent can pass on.
+fn refusal_reason(call: &CallRecord) -> String {
+    let Some(decision) = &call.decision else {
+        return "It did not run.".to_owned();
+    };
+    let reason = decision.reason.clone().filter(|r| !r.trim().is_empty());
+    match (decision.verdict, reason) {
+        (Verdict::Rejected, Some(r)) => format!("The user rejected this in Feishu Companion: {r}"),
+        (Verdict::Rejected, None) => "The user rejected this in Feishu Companion.".to_owned(),
+        (Verdict::Expired, _) => "No decision came before the approval expired.".to_owned(),
+        (_, Some(r)) => format!("It did not run: {r}"),
+        _ => "It did not run.".to_owned(),
+    }
+}
+
+fn text(value: Value, is_error: bool) -> CallToolResult {
+    let shown = match &value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let content = vec![ContentBlock::text(shown)];
+    if is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    }
+}

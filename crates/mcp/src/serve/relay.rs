@@ -1,0 +1,245 @@
+//! The stdio relay (`feishu-companion mcp`): for clients that only start local servers, an MCP
+//! server on stdin/stdout that passes every request on to the running app's HTTP server and
+//! every answer, progress notification and tool-list change back. Both ends are rmcp: a
+//! server towards the client, a client towards the app. A request the client cancels is
+//! cancelled at the app too, so a call still waiting there is abandoned, not run.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CancelledNotificationParam,
+    ClientCapabilities, ClientConfig, ClientRequest, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    ServerCapabilities, ServerConfig, ServerResult,
+};
+use rmcp::service::{
+    NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient, RunningService,
+    ServiceError,
+};
+use rmcp::{ClientHandler, ErrorData, RoleServer, ServerHandler, ServiceExt};
+
+use super::PROJECT_HEADER;
+use crate::handler::token_key;
+
+/// Where the relay passes requests on to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelayTarget {
+    /// The app's server, `http://127.0.0.1:<port>/mcp`.
+    pub url: String,
+    /// The client's token.
+    pub token: String,
+    /// The folder the relay was started in (the client's project).
+    pub project: Option<String>,
+}
+
+/// Why the relay stopped or could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RelayError {
+    /// The app's server could not be reached or refused the handshake.
+    #[error("cannot reach Feishu Companion at {url}: {reason}")]
+    Upstream {
+        /// Where.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// The client's side (stdin/stdout) failed.
+    #[error("the MCP client's connection failed: {0}")]
+    Downstream(String),
+}
+
+/// Progress tokens of the app's requests → the client's own token for the same request.
+type Routes = Arc<Mutex<HashMap<String, ProgressToken>>>;
+
+/// The client towards the app: passes notifications on to the client side.
+#[derive(Clone)]
+struct Upstream {
+    downstream: Arc<OnceLock<Peer<RoleServer>>>,
+    routes: Routes,
+}
+
+impl ClientHandler for Upstream {
+    fn get_info(&self) -> ClientConfig {
+        let me = Implementation::new("feishu-companion-relay", env!("CARGO_PKG_VERSION"));
+        // A handshake, so the app's description (instructions, version) can be passed on.
+        ClientConfig::new(ClientCapabilities::default(), me)
+            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let route = self
+            .routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&token_key(&params.progress_token))
+            .cloned();
+        let (Some(token), Some(peer)) = (route, self.downstream.get()) else {
+            return;
+        };
+        let mut param = params;
+        param.progress_token = token;
+        if let Err(e) = peer.notify_progress(param).await {
+            tracing::debug!(error = %e, "progress not passed on");
+        }
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(peer) = self.downstream.get()
+            && let Err(e) = peer.notify_tool_list_changed().await
+        {
+            tracing::debug!(error = %e, "tool-list change not passed on");
+        }
+    }
+}
+
+/// The server towards the client.
+#[derive(Clone)]
+struct Relay {
+    upstream: Peer<RoleClient>,
+    routes: Routes,
+}
+
+fn passed_on(e: ServiceError) -> ErrorData {
+    match e {
+        ServiceError::McpError(error) => error,
+        other => {
+            ErrorData::internal_error(format!("Feishu Companion did not answer: {other}"), None)
+        }
+    }
+}
+
+impl ServerHandler for Relay {
+    fn get_info(&self) -> ServerConfig {
+        // The app's own description, so the client sees one server whichever way it connects.
+        match self.upstream.peer_info() {
+            Some(info) => {
+                let mut config = ServerConfig::new(info.capabilities.clone());
+                if let Some(server) = info.server_info.clone() {
+                    config = config.with_server_info(server);
+                }
+                match info.instructions.clone() {
+                    Some(text) => config.with_instructions(text),
+                    None => config,
+                }
+            }
+            None => ServerConfig::new(ServerCapabilities::builder().enable_tools().build()),
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.upstream.list_tools(request).await.map_err(passed_on)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(request));
+        // No timeout of its own: the user may take minutes, and the client keeps its own.
+        let handle = self
+            .upstream
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(passed_on)?;
+        let key = token_key(&handle.progress_token);
+        if let Some(token) = context.meta.get_progress_token() {
+            self.routes
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(key.clone(), token);
+        }
+        let answer = tokio::select! {
+            answer = handle.rx => answer.map_err(|_| passed_on(ServiceError::TransportClosed))
+                .and_then(|r| r.map_err(passed_on)),
+            () = context.ct.cancelled() => {
+                // The client cancelled: the app abandons the call (never runs it).
+                let cancel = CancelledNotificationParam::new(
+                    Some(handle.id.clone()),
+                    Some("cancelled by the client".to_owned()),
+                );
+                let _ = self.upstream.notify_cancelled(cancel).await;
+                Err(ErrorData::internal_error("cancelled", None))
+            }
+        };
+        self.routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&key);
+        match answer? {
+            ServerResult::CallToolResult(result) => Ok(result.into()),
+            other => Err(ErrorData::internal_error(
+                format!("Feishu Companion answered a tool call with {other:?}"),
+                None,
+            )),
+        }
+    }
+}
+
+/// Connects to the app's server as `target` says.
+pub async fn connect(
+    target: &RelayTarget,
+) -> Result<(RunningService<RoleClient, impl ClientHandler>, Connected), RelayError> {
+    let upstream_error = |reason: String| RelayError::Upstream {
+        url: target.url.clone(),
+        reason,
+    };
+    let mut headers = BTreeMap::new();
+    headers.insert(
+        "authorization".to_owned(),
+        format!("Bearer {}", target.token),
+    );
+    if let Some(project) = &target.project {
+        let encoded =
+            percent_encoding::utf8_percent_encode(project, percent_encoding::NON_ALPHANUMERIC);
+        headers.insert(PROJECT_HEADER.to_owned(), encoded.to_string());
+    }
+    let transport = crate::http::transport(&target.url, &headers).map_err(upstream_error)?;
+    let connected = Connected {
+        downstream: Arc::default(),
+        routes: Arc::default(),
+    };
+    let handler = Upstream {
+        downstream: connected.downstream.clone(),
+        routes: connected.routes.clone(),
+    };
+    let service = handler
+        .serve(transport)
+        .await
+        .map_err(|e| upstream_error(e.to_string()))?;
+    Ok((service, connected))
+}
+
+/// What [`connect`] shares with [`run`].
+#[allow(missing_debug_implementations)] // rmcp's peers have no Debug; nothing here is worth printing.
+pub struct Connected {
+    downstream: Arc<OnceLock<Peer<RoleServer>>>,
+    routes: Routes,
+}
+
+/// Relays between stdin/stdout and the app until the client closes its end.
+pub async fn run(target: RelayTarget) -> Result<(), RelayError> {
+    let (upstream, connected) = connect(&target).await?;
+    let relay = Relay {
+        upstream: upstream.peer().clone(),
+        routes: connected.routes.clone(),
+    };
+    let server = relay
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| RelayError::Downstream(e.to_string()))?;
+    let _ = connected.downstream.set(server.peer().clone());
+    let quit = server.waiting().await;
+    tracing::debug!(?quit, "the client closed the relay");
+    let _ = upstream.cancel().await;
+    Ok(())
+}
