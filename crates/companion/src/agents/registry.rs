@@ -139,6 +139,7 @@ pub fn requester_name(agent_name: &str) -> Option<String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -320,6 +320,7 @@ impl AgentTool for RequestApproval {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
