@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use agent::persist::CallFilter;
 use agent::{
-    CallRecord, CallStatus, Content, FunctionCall, LlmResponse, Part, ScriptedModel, ToolOutcome,
-    Verdict,
+    CallRecord, CallStatus, Content, EngineEvent, FunctionCall, LlmResponse, Part, ScriptedModel,
+    ToolOutcome, Verdict,
 };
 use mcp::serve::{Caller, GatewayError, Progress};
 use rmcp::model::{CallToolResult, ContentBlock};
@@ -135,7 +135,7 @@ impl Companion {
                     }
                     return Err(internal("the request was cancelled"));
                 }
-                _ = events.recv() => {}
+                () = next_change(&mut events, &session) => {}
                 () = tokio::time::sleep(REPORT_EVERY) => said = None,
             }
         }
@@ -180,6 +180,25 @@ impl Companion {
                 .find(|r| r.id.as_deref() == Some(&call.call_id))
                 .map(|r| r.response.clone())
         })
+    }
+}
+
+/// Waits for an engine event of `session` (or for events missed, which may have been one):
+/// a thousand waiting requests must not each query the store at every other one's change.
+async fn next_change(events: &mut tokio::sync::broadcast::Receiver<EngineEvent>, session: &str) {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        let ours = match events.recv().await {
+            Ok(EngineEvent::Call(call)) => call.session_id == session,
+            Ok(EngineEvent::Invocation(inv)) => inv.session_id == session,
+            Ok(EngineEvent::Event { session_id, .. }) => session_id == session,
+            Err(RecvError::Lagged(_)) => true,
+            // The engine was replaced (settings changed): look again, then wait on the timer.
+            Err(RecvError::Closed) => return std::future::pending().await,
+        };
+        if ours {
+            return;
+        }
     }
 }
 

@@ -53,6 +53,13 @@ pub async fn serve(
     router: Router,
     cancel: CancellationToken,
 ) -> std::io::Result<()> {
+    use axum::serve::ListenerExt as _;
+    // Without it, a small answer waits for the client's delayed ACK: 40 ms a request.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "TCP_NODELAY not set");
+        }
+    });
     axum::serve(listener, router)
         .with_graceful_shutdown(async move { cancel.cancelled().await })
         .await
