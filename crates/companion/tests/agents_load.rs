@@ -76,7 +76,7 @@ async fn ten_agents_with_a_hundred_requests_each_lose_nothing_and_are_decided_on
         .map(|c| {
             let summary = c.args["summary"].as_str().unwrap().to_owned();
             let r: usize = summary.rsplit(' ').next().unwrap().parse().unwrap();
-            let approve = r % 2 == 0;
+            let approve = r.is_multiple_of(2);
             expected.insert(summary, approve);
             let decision = if approve {
                 Decision::Approve
