@@ -1566,3 +1566,6 @@ mod swap;
 
 #[path = "engine/source.rs"]
 mod source;
+
+#[path = "engine/detached.rs"]
+mod detached;
