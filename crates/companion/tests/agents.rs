@@ -400,3 +400,40 @@ async fn requests_without_a_valid_token_from_another_host_or_a_foreign_page_are_
     let file = std::fs::read_to_string(app.paths().config_dir.join("agents.json")).unwrap();
     assert!(!file.contains(&token[4..]), "{file}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_left_waiting_by_a_closed_app_is_abandoned_at_the_next_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = common::demo_paths(dir.path());
+    let (record, token) = {
+        let app = common::open(paths.clone()).await;
+        let new = app.add_connected_agent("Codex").unwrap();
+        let url = app.connected_agents().url.unwrap();
+        let (client, _) = connect(&url, &new.token).await;
+        let peer = client.peer().clone();
+        let _asking = tokio::spawn(async move {
+            peer.call_tool(call(
+                "request_approval",
+                json!({"summary": "Tag a release"}),
+            ))
+            .await
+        });
+        let record = held(&app, &new.agent.id, CallStatus::AwaitingApproval).await;
+        // The app stops without the client ever leaving (a crash, a quit).
+        app.stop_agent_server();
+        (record, new.token)
+    };
+    let app = common::open(paths).await;
+    let call = app.engine().store().call(&record.call_id).unwrap().unwrap();
+    assert_eq!(
+        call.status,
+        CallStatus::Done,
+        "nobody is left to receive its answer"
+    );
+    assert_eq!(call.decision.unwrap().verdict, Verdict::Cancelled);
+    assert!(app.pending().unwrap().is_empty());
+    // The agent and its token survive the restart.
+    let url = app.connected_agents().url.unwrap();
+    let (client, _) = connect(&url, &token).await;
+    assert!(!client.list_all_tools().await.unwrap().is_empty());
+}

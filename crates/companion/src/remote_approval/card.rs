@@ -441,6 +441,24 @@ mod tests {
     }
 
     #[test]
+    fn another_agent_s_request_names_it_on_the_card() {
+        let mut view = call("normal");
+        assert!(
+            !pending_card(&view, &cx(Lang::En))
+                .to_string()
+                .contains("from ")
+        );
+        view.requester = Some("Claude Code".into());
+        for (lang, said) in [
+            (Lang::Zh, "来自 Claude Code"),
+            (Lang::En, "from Claude Code"),
+        ] {
+            let card = pending_card(&view, &cx(lang)).to_string();
+            assert!(card.contains(said), "{card}");
+        }
+    }
+
+    #[test]
     fn the_pending_card_says_what_the_apps_card_says_with_three_buttons() {
         let card = pending_card(&call("normal"), &cx(Lang::Zh));
         assert_eq!(card["schema"], "2.0");
