@@ -6,7 +6,7 @@ import { en, zh } from './i18n/remote';
 const call = (decided_by: string, verdict: string, reason: string | null = null): CallView => ({
   call_id: 'fc_1', session_id: 's', invocation_id: 'i', tool: 'send_message', title: { zh: '发送消息', en: 'Send a message' },
   args: {}, original_args: null, status: 'done', pending: false, requires_approval: true, preview: null, scopes: [],
-  authorize_url: null, scope_apply_url: null, verdict, decided_by, reason, reason_text: null, outcome: null, created_at: 1, expires_at: null, updated_at: 1,
+  authorize_url: null, scope_apply_url: null, verdict, decided_by, reason, reason_text: null, outcome: null, created_at: 1, expires_at: null, updated_at: 1, requester: null,
 });
 
 describe('a decision made in Feishu', () => {

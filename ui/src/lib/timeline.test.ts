@@ -9,7 +9,7 @@ function call(over: Partial<CallView> = {}): CallView {
     call_id: 'c1', session_id: 's1', invocation_id: 'i1', tool: 'send_message', title, args: { chat_id: 'oc_1' },
     original_args: null, status: 'awaiting_approval', pending: true, requires_approval: true, preview: null, scopes: [],
     authorize_url: null, scope_apply_url: null, verdict: null, decided_by: null, reason: null, reason_text: null, outcome: null, created_at: 1, expires_at: null,
-    updated_at: 1, ...over,
+    updated_at: 1, requester: null, ...over,
   };
 }
 const toolItem = (over: Partial<Extract<TimelineItem, { kind: 'tool' }>> = {}): TimelineItem => ({
