@@ -137,6 +137,7 @@
         created_at: now(),
         expires_at: now() + 24 * HOUR,
         updated_at: now(),
+        requester: null,
       },
       over,
     );
@@ -606,6 +607,106 @@
     },
   };
 
+  // ---- Connected agents (Settings → Connected agents): the user's other agents, served MCP by the
+  // core. Tokens are obviously fake, and only the answer to add_connected_agent carries one (the
+  // core keeps a hash). opts.agents seeds agents; opts.agentsProblem says the server is elsewhere
+  // (opts.agentsUrl null: not running at all).
+  const AGENTS_URL = opts.agentsUrl === undefined ? 'http://127.0.0.1:47821/mcp' : opts.agentsUrl;
+  const agentChoices = [
+    { name: 'list_calendar_events', title: text('查看日程', 'Read your calendar'), read: true, default_on: true },
+    { name: 'search_docs', title: text('搜索文档', 'Search docs'), read: true, default_on: true },
+    { name: 'send_message', title: text('发送消息', 'Send a message'), read: false, default_on: true },
+    { name: 'create_calendar_event', title: text('创建日程', 'Create a calendar event'), read: false, default_on: true },
+    { name: 'mcp__feishu__fetch-doc', title: text('MCP 工具 · feishu · fetch-doc', 'MCP tool · feishu · fetch-doc'), read: true, default_on: true },
+    { name: 'mcp__github__create_issue', title: text('MCP 工具 · github · create_issue', 'MCP tool · github · create_issue'), read: false, default_on: false },
+  ];
+  const APPROVAL_TOOLS = ['approve', 'request_approval'];
+  const agentsList = (opts.agents || []).map((a, i) => Object.assign({ id: 'ag' + (i + 1), name: 'Agent', paused: false, revoked: false, created_at: now() - (i + 1) * 24 * HOUR, tools: null }, a));
+  let agentSeq = agentsList.length;
+  /** Which agent asked for each call (the core keeps it as the call's agent name). */
+  const callAgent = {};
+  const agentView = (a) => {
+    const tools = a.tools ?? agentChoices.filter((t) => t.default_on).map((t) => t.name);
+    return { ...a, effective_tools: a.revoked ? [] : [...tools, ...APPROVAL_TOOLS] };
+  };
+  const agentsView = () => ({
+    agents: [...agentsList.filter((a) => !a.revoked), ...agentsList.filter((a) => a.revoked)].map(agentView),
+    url: AGENTS_URL,
+    problem: opts.agentsProblem ?? null,
+    relay_command: 'feishu-companion',
+    tools: agentChoices,
+  });
+  const agentFind = (id) => {
+    const a = agentsList.find((x) => x.id === id);
+    if (!a) throw uiError('other', `That did not work: no connected agent has id ${id}`, `操作没有完成：no connected agent has id ${id}`);
+    return a;
+  };
+  const agentSetups = (url, token) => [
+    { client: 'claude-code', title: text('Claude Code（在终端运行）', 'Claude Code (run in a terminal)'), text: `claude mcp add --transport http feishu-companion ${url} --header "Authorization: Bearer ${token}"\n# 让 Claude Code 的权限请求在飞书助手中审批 / approve Claude Code's own permission prompts here:\nclaude --permission-prompt-tool mcp__feishu-companion__approve` },
+    { client: 'codex', title: text('Codex（~/.codex/config.toml）', 'Codex (~/.codex/config.toml)'), text: `[mcp_servers.feishu-companion]\ncommand = "feishu-companion"\nargs = ["mcp"]\nenv = { FEISHU_COMPANION_TOKEN = "${token}" }` },
+    { client: 'cursor', title: text('Cursor（~/.cursor/mcp.json）', 'Cursor (~/.cursor/mcp.json)'), text: JSON.stringify({ mcpServers: { 'feishu-companion': { url, headers: { Authorization: `Bearer ${token}` } } } }, null, 2) },
+    { client: 'http', title: text('其他客户端（HTTP）', 'Any other client (HTTP)'), text: `URL: ${url}\nAuthorization: Bearer ${token}` },
+  ];
+  const agentCommands = {
+    connected_agents: () => agentsView(),
+    add_connected_agent: ({ name }) => {
+      const n = String(name ?? '').trim();
+      if (!n || [...n].length > 60) throw uiError('other', "That did not work: an agent's name must be 1 to 60 characters", "操作没有完成：an agent's name must be 1 to 60 characters");
+      const a = { id: 'ag' + ++agentSeq, name: n, paused: false, revoked: false, created_at: now(), tools: null };
+      agentsList.push(a);
+      const token = `fct_FAKE-TOKEN-NOT-REAL-${agentSeq}-0000`;
+      return { agent: agentView(a), token, setups: agentSetups(AGENTS_URL ?? 'http://127.0.0.1:47821/mcp', token) };
+    },
+    set_connected_agent_paused: ({ id, paused }) => {
+      agentFind(id).paused = !!paused;
+      return agentsView();
+    },
+    // As the core does: the token stops working, and what the agent still has waiting is abandoned.
+    revoke_connected_agent: ({ id }) => {
+      const a = agentFind(id);
+      a.revoked = true;
+      for (const c of Object.values(calls))
+        if (c.pending && callAgent[c.call_id] === id)
+          updateCall(c, { status: 'done', pending: false, verdict: 'cancelled', decided_by: 'engine', outcome: 'cancelled', reason_text: text('智能体已被撤销', 'The agent was revoked') });
+      return agentsView();
+    },
+    set_connected_agent_tools: ({ input }) => {
+      const unknown = (input.tools || []).find((t) => !agentChoices.some((c) => c.name === t));
+      if (unknown) throw uiError('other', `That did not work: there is no tool named ${unknown}`, `操作没有完成：there is no tool named ${unknown}`);
+      agentFind(input.id).tools = input.tools;
+      return agentsView();
+    },
+  };
+  /** A connected agent's permission request (Claude Code's `approve`), held for the user in a
+   *  session of its own (not one of the user's conversations), as the core flattens it. */
+  function agentRequest({ command = 'npm test -- --watch=false', project = '/home/u/code/web-app', ...over } = {}) {
+    const agent = agentsList.find((a) => a.name === (over.requester ?? 'Claude Code') && !a.revoked);
+    const sid = 'agent-s' + seq++;
+    timelines[sid] = [];
+    const c = call({
+      session_id: sid,
+      tool: 'approve',
+      title: text('允许智能体的操作', "Allow an agent's action"),
+      args: { tool_name: 'Bash', input: { command, description: 'Run the unit tests' }, command, project },
+      requester: 'Claude Code',
+      preview: {
+        summary: text(`运行命令：${command.split('\n')[0]}`, `Run a command: ${command.split('\n')[0]}`),
+        risk: /rm -r|sudo |git push/.test(command) ? 'high' : 'normal',
+        fields: [
+          { label: text('命令', 'Command'), value: command },
+          { label: text('说明', 'Description'), value: 'Run the unit tests' },
+          { label: text('项目', 'Project'), value: project },
+        ],
+        changes: [],
+      },
+      ...over,
+    });
+    if (agent) callAgent[c.call_id] = agent.id;
+    updateCall(c, {});
+    return c.call_id;
+  }
+  if (opts.agentRequest) agentRequest(typeof opts.agentRequest === 'object' ? opts.agentRequest : {});
+
   // ---- MCP servers' questions (elicitation), kept as the core keeps them until answered,
   // declined or dismissed. Tests ask with window.__fake.ask(question); answers land in __fake.answers.
   const questions = [];
@@ -639,6 +740,7 @@
 
   const commands = {
     ...mcpCommands,
+    ...agentCommands,
     ...larkCommands,
     ...questionCommands,
     startup_error: () => opts.startupError || null,
@@ -892,6 +994,10 @@
       updateCall(c, {});
       return c.call_id;
     },
+    /** A connected agent asks for something (default: Claude Code runs `npm test`); see agentRequest. */
+    agentRequest,
+    /** The connected agents as the core holds them (never a token). */
+    agents: agentsList,
     /** MCP: the servers as the core holds them (values never: only whether each is stored). */
     mcp,
     mcpVault: () => Object.keys(mcpVault),

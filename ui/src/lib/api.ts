@@ -3,6 +3,9 @@
 import { invoke } from '@tauri-apps/api/core';
 import { listen, type UnlistenFn } from '@tauri-apps/api/event';
 import type { AccountView } from './bindings/AccountView';
+import type { AgentToolsInput } from './bindings/AgentToolsInput';
+import type { ConnectedAgentsView } from './bindings/ConnectedAgentsView';
+import type { NewAgentView } from './bindings/NewAgentView';
 import type { AssistantInput } from './bindings/AssistantInput';
 import type { AssistantView } from './bindings/AssistantView';
 import type { CallbackTryView } from './bindings/CallbackTryView';
@@ -165,6 +168,14 @@ export const api = {
   mcpQuestions: () => invoke<McpQuestionView[]>('mcp_questions'),
   /** Answers one; a form's values that break its schema are refused (in both languages) and it keeps waiting. */
   answerMcpQuestion: (id: string, input: McpAnswerInput) => invoke<null>('answer_mcp_question', { id, input }),
+  // Settings → Connected agents: the user's other agents, served MCP by the app.
+  connectedAgents: () => invoke<ConnectedAgentsView>('connected_agents'),
+  /** The answer carries the agent's token: shown once, never kept by the UI after its panel closes. */
+  addConnectedAgent: (name: string) => invoke<NewAgentView>('add_connected_agent', { name }),
+  setConnectedAgentPaused: (id: string, paused: boolean) => invoke<ConnectedAgentsView>('set_connected_agent_paused', { id, paused }),
+  revokeConnectedAgent: (id: string) => invoke<ConnectedAgentsView>('revoke_connected_agent', { id }),
+  /** `input.tools` null goes back to the default (Feishu's own tools). */
+  setConnectedAgentTools: (input: AgentToolsInput) => invoke<ConnectedAgentsView>('set_connected_agent_tools', { input }),
 
   onEvent: (handler: (ev: UiEventView) => void): Promise<UnlistenFn> =>
     listen<UiEventView>('companion://event', (e) => handler(e.payload)),

@@ -26,6 +26,17 @@ describe('attention notice', () => {
       '“本周周报” needs you to check what happened',
     );
   });
+  it('names the agent that asks, not its session', () => {
+    const one = [{ status: 'awaiting_approval', session_id: 'agent-s', requester: 'Claude Code' }];
+    expect(attentionNotice(one, titleOf, zh)?.text).toBe('Claude Code 请求你批准');
+    expect(attentionNotice(one, titleOf, en)).toEqual({
+      text: 'Claude Code asks for your approval',
+      full: 'Claude Code asks for your approval',
+      action: 'jump',
+      label: 'Jump to it',
+    });
+    expect(attentionNotice([{ status: 'awaiting_approval', session_id: 's1', requester: null }], titleOf, zh)?.text).toBe('「本周周报」有一项需要你批准');
+  });
   it('coalesces several into one that opens the inbox', () => {
     const n = attentionNotice(
       [

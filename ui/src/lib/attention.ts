@@ -32,7 +32,7 @@ export const TITLE_MAX = 18;
 
 /** The notice for the calls that wait elsewhere; null when there are none. */
 export function attentionNotice(
-  calls: Pick<CallView, 'status' | 'session_id'>[],
+  calls: (Pick<CallView, 'status' | 'session_id'> & Partial<Pick<CallView, 'requester'>>)[],
   titleOf: (sessionId: string) => string,
   t: Translate,
 ): AttentionNotice | null {
@@ -42,6 +42,16 @@ export function attentionNotice(
     return { text, full: text, action: 'inbox', label: t('attention_open_inbox') };
   }
   const c = calls[0];
+  // Another agent's request: named by the agent (its session is none of the user's conversations).
+  if (c.requester?.trim() && c.status === 'awaiting_approval') {
+    const name = c.requester.trim();
+    return {
+      text: t('attention_agent', { name: clip(name, TITLE_MAX) }),
+      full: t('attention_agent', { name }),
+      action: 'jump',
+      label: t('attention_jump'),
+    };
+  }
   const title = titleOf(c.session_id);
   const key = attentionKey(c.status);
   return {

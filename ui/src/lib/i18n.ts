@@ -12,6 +12,7 @@ import * as remote from './i18n/remote';
 import * as connect from './i18n/connect';
 import * as mcp from './i18n/mcp';
 import * as questions from './i18n/questions';
+import * as agents from './i18n/agents';
 
 export type Lang = 'zh' | 'en';
 
@@ -24,6 +25,7 @@ export const en = {
   ...connect.en,
   ...mcp.en,
   ...questions.en,
+  ...agents.en,
   app_name: 'Feishu Companion',
   new_conversation: 'New conversation',
   untitled: 'New conversation',
@@ -278,6 +280,7 @@ export const zh: Record<Key, string> = {
   ...connect.zh,
   ...mcp.zh,
   ...questions.zh,
+  ...agents.zh,
   app_name: '飞书助手',
   new_conversation: '新对话',
   untitled: '新对话',

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { PreviewView } from './bindings/PreviewView';
-import { alwaysAllowChoices, ruleExpiry, targetName } from './rules';
+import { alwaysAllowChoices, projectName, ruleExpiry, shortCommand, targetName } from './rules';
 
 const preview = (fields: [string, string, string][]): PreviewView => ({
   summary: { zh: '', en: '' },
@@ -75,5 +75,44 @@ describe('what a scoped choice calls its target', () => {
     expect(c[1].display).toBe('cal_1');
     // A member count is not the chat's name.
     expect(targetName(preview([['群成员', 'Members', '12']]), 'key_chat')).toBeNull();
+  });
+});
+
+describe('an agent’s permission request', () => {
+  const bash = { tool_name: 'Bash', input: { command: 'npm test' }, command: 'npm test', project: '/work/app' };
+  it('can be always allowed for this command, and for this command in this project', () => {
+    const c = alwaysAllowChoices({ args: bash });
+    expect(c.map((x) => x.id)).toEqual(['tool', 'command', 'command:project']);
+    expect(c[1].constraints).toEqual({ tool_name: 'Bash', command: 'npm test' });
+    expect(c[2].constraints).toEqual({ tool_name: 'Bash', command: 'npm test', project: '/work/app' });
+    expect(c[1].label).toEqual({ key: 'always_allow_command', params: { command: 'npm test' } });
+    expect(c[2].label).toEqual({ key: 'always_allow_command_project', params: { command: 'npm test', project: 'app' } });
+  });
+  it('offers only "this command" without a project', () => {
+    const { project: _, ...anywhere } = bash;
+    expect(alwaysAllowChoices({ args: anywhere }).map((x) => x.id)).toEqual(['tool', 'command']);
+    expect(alwaysAllowChoices({ args: { ...bash, project: ' ' } }).map((x) => x.id)).toEqual(['tool', 'command']);
+  });
+  it('offers no command choice without a tool name or a command (a file edit, a plain request)', () => {
+    expect(alwaysAllowChoices({ args: { tool_name: 'Edit', input: {}, file_path: 'a.rs', project: '/p' } }).map((x) => x.id)).toEqual(['tool']);
+    expect(alwaysAllowChoices({ args: { command: 'ls' } }).map((x) => x.id)).toEqual(['tool']);
+    expect(alwaysAllowChoices({ args: { tool_name: 'Bash', command: '' } }).map((x) => x.id)).toEqual(['tool']);
+    expect(alwaysAllowChoices({ args: { summary: 'Deploy', project: '/p' } }).map((x) => x.id)).toEqual(['tool']);
+  });
+  it('keeps the whole command in the rule, and a short one in the menu', () => {
+    const long = 'cargo test --workspace --all-features -- --nocapture --test-threads=1 integration';
+    const c = alwaysAllowChoices({ args: { tool_name: 'Bash', command: long } });
+    expect(c[1].constraints).toEqual({ tool_name: 'Bash', command: long });
+    expect(c[1].display).toBe(shortCommand(long));
+    expect(shortCommand(long).length).toBeLessThanOrEqual(60);
+    expect(shortCommand(long).endsWith('…')).toBe(true);
+    expect(shortCommand('npm ci\nnpm test')).toBe('npm ci …');
+    expect(shortCommand('  ls  ')).toBe('ls');
+  });
+  it('names a project by its folder', () => {
+    expect(projectName('/work/app')).toBe('app');
+    expect(projectName('/work/app/')).toBe('app');
+    expect(projectName('C:\\src\\site')).toBe('site');
+    expect(projectName('/')).toBe('/');
   });
 });

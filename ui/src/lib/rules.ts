@@ -39,6 +39,8 @@ export interface AllowChoice {
   /** What to call it in the menu: its name from the preview, else the raw value. */
   display: string | null;
   constraints: Record<string, unknown>;
+  /** The menu's words, when the choice has its own (an agent's command); else from `key`. */
+  label?: { key: Key; params: Record<string, string> };
 }
 
 /** The value of the preview field that names the target of `keyLabel`, if there is one. */
@@ -54,7 +56,56 @@ export function targetName(preview: CallView['preview'] | undefined, keyLabel: K
   return null;
 }
 
-/** "Always allow <tool>", then one "…for this <key>" per target argument with a plain value. */
+/** The first line of a command, cut short for a menu. */
+export function shortCommand(command: string, max = 60): string {
+  const first = command.trim().split('\n')[0].trim();
+  const cut = first.length > max ? first.slice(0, max - 1).trimEnd() + '…' : first;
+  return command.trim().includes('\n') && !cut.endsWith('…') ? cut + ' …' : cut;
+}
+
+/** A project folder by its last part ("/work/app" → "app"). */
+export function projectName(path: string): string {
+  const parts = path.trim().replace(/[\\/]+$/, '').split(/[\\/]/);
+  return parts[parts.length - 1] || path.trim();
+}
+
+/**
+ * An agent's permission request (`tool_name` and `command` among its arguments, as the core
+ * flattens it): "…this command" anywhere, and "…this command in this project" when it names one.
+ */
+function commandChoices(args: Record<string, unknown> | undefined): AllowChoice[] {
+  const tool = args?.tool_name;
+  const command = args?.command;
+  if (typeof tool !== 'string' || !tool.trim() || typeof command !== 'string' || !command.trim()) return [];
+  const shown = shortCommand(command);
+  const out: AllowChoice[] = [
+    {
+      id: 'command',
+      key: 'command',
+      keyLabel: null,
+      value: command,
+      display: shown,
+      constraints: { tool_name: tool, command },
+      label: { key: 'always_allow_command', params: { command: shown } },
+    },
+  ];
+  const project = args?.project;
+  if (typeof project === 'string' && project.trim()) {
+    out.push({
+      id: 'command:project',
+      key: 'command',
+      keyLabel: null,
+      value: command,
+      display: shown,
+      constraints: { tool_name: tool, command, project },
+      label: { key: 'always_allow_command_project', params: { command: shown, project: projectName(project) } },
+    });
+  }
+  return out;
+}
+
+/** "Always allow <tool>", then one "…for this <key>" per target argument with a plain value, then
+ *  an agent's command choices. */
 export function alwaysAllowChoices(call: Pick<CallView, 'args'> & Partial<Pick<CallView, 'preview'>>): AllowChoice[] {
   const out: AllowChoice[] = [{ id: 'tool', key: null, keyLabel: null, value: null, display: null, constraints: {} }];
   for (const [k, label] of Object.entries(KEY_ARGS)) {
@@ -71,6 +122,7 @@ export function alwaysAllowChoices(call: Pick<CallView, 'args'> & Partial<Pick<C
       });
     }
   }
+  out.push(...commandChoices(call.args));
   return out;
 }
 

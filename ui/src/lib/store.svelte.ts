@@ -723,6 +723,15 @@ class Store {
   }
 
   async onOpen(req: OpenRequest) {
+    // Another agent's request waits in a session of its own, none of the user's conversations:
+    // its card opens in Approvals.
+    const asked = req.call_id ? this.pendingCalls[req.call_id] : undefined;
+    if (asked?.requester) {
+      this.attentionIds = this.attentionIds.filter((id) => id !== asked.call_id);
+      this.view = 'inbox';
+      this.openCall(asked.call_id);
+      return;
+    }
     await this.selectSession(req.session_id);
     if (req.call_id) {
       this.highlight = req.call_id;
