@@ -505,17 +505,29 @@ impl Companion {
     /// Everything waiting for the user, across conversations, oldest first.
     pub fn pending(&self) -> Result<Vec<CallRecord>, CompanionError> {
         // Only the person's: another person's waiting approvals stay apart (crate::person).
-        let owned = self.owned_session_ids()?;
-        // Connected agents' calls too: they wait in the same inbox.
-        let agents = self.agent_registry().snapshot();
+        let users = self.users_calls()?;
         Ok(self
             .engine()
             .pending_calls()?
             .into_iter()
-            .filter(|c| {
-                owned.contains(&c.session_id) || agents.clients.iter().any(|a| a.id == c.agent_name)
-            })
+            .filter(|c| users(c))
             .collect())
+    }
+
+    /// Which calls are the person's: those of their conversations, and their connected agents'
+    /// (which wait in the same inbox and on the same Feishu cards).
+    pub(crate) fn users_calls(
+        &self,
+    ) -> Result<impl Fn(&CallRecord) -> bool + use<>, CompanionError> {
+        let owned = self.owned_session_ids()?;
+        let agents: BTreeSet<String> = self
+            .agent_registry()
+            .snapshot()
+            .clients
+            .into_iter()
+            .map(|a| a.id)
+            .collect();
+        Ok(move |c: &CallRecord| owned.contains(&c.session_id) || agents.contains(&c.agent_name))
     }
 
     /// The always/never rules, revoked ones included.

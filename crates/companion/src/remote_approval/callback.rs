@@ -141,10 +141,7 @@ impl Companion {
         }
         let store = self.store();
         let record = match store.call(&click.call_id) {
-            Ok(Some(record))
-                if self
-                    .owned_session_ids()
-                    .is_ok_and(|s| s.contains(&record.session_id)) =>
+            Ok(Some(record)) if self.users_calls().is_ok_and(|users| users(&record)) =>
             {
                 record
             }
