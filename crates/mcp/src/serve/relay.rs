@@ -5,7 +5,9 @@
 //! cancelled at the app too, so a call still waiting there is abandoned, not run.
 
 use std::collections::{BTreeMap, HashMap};
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::task::{Context, Poll};
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CancelledNotificationParam,
@@ -18,6 +20,8 @@ use rmcp::service::{
     ServiceError,
 };
 use rmcp::{ClientHandler, ErrorData, RoleServer, ServerHandler, ServiceExt};
+use tokio::io::{AsyncRead, ReadBuf};
+use tokio_util::sync::CancellationToken;
 
 use super::PROJECT_HEADER;
 use crate::handler::token_key;
@@ -102,6 +106,39 @@ impl ClientHandler for Upstream {
 struct Relay {
     upstream: Peer<RoleClient>,
     routes: Routes,
+    /// Fired when the client closes stdin (see [`WatchedStdin`]).
+    closed: CancellationToken,
+}
+
+/// Stdin that says when the client closed it. On EOF rmcp lets in-flight handlers finish for up
+/// to 5 s before cancelling them, and a call held for the user would stay open that long after
+/// its client left: approved then, it would run with nobody to hear the answer. With this the
+/// relay cancels it upstream at once, so the app abandons it.
+struct WatchedStdin {
+    inner: tokio::io::Stdin,
+    closed: CancellationToken,
+}
+
+impl AsyncRead for WatchedStdin {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let room = buf.remaining() > 0;
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut this.inner).poll_read(cx, buf);
+        let ended = match &polled {
+            Poll::Ready(Ok(())) => room && buf.filled().len() == before,
+            Poll::Ready(Err(_)) => true,
+            Poll::Pending => false,
+        };
+        if ended {
+            this.closed.cancel();
+        }
+        polled
+    }
 }
 
 fn passed_on(e: ServiceError) -> ErrorData {
@@ -161,8 +198,8 @@ impl ServerHandler for Relay {
         let answer = tokio::select! {
             answer = handle.rx => answer.map_err(|_| passed_on(ServiceError::TransportClosed))
                 .and_then(|r| r.map_err(passed_on)),
-            () = context.ct.cancelled() => {
-                // The client cancelled: the app abandons the call (never runs it).
+            () = gone(&context.ct, &self.closed) => {
+                // The client cancelled or left: the app abandons the call (never runs it).
                 let cancel = CancelledNotificationParam::new(
                     Some(handle.id.clone()),
                     Some("cancelled by the client".to_owned()),
@@ -182,6 +219,14 @@ impl ServerHandler for Relay {
                 None,
             )),
         }
+    }
+}
+
+/// When the client cancelled its request or closed the relay's stdin.
+async fn gone(request: &CancellationToken, closed: &CancellationToken) {
+    tokio::select! {
+        () = request.cancelled() => {}
+        () = closed.cancelled() => {}
     }
 }
 
@@ -229,12 +274,18 @@ pub struct Connected {
 /// Relays between stdin/stdout and the app until the client closes its end.
 pub async fn run(target: RelayTarget) -> Result<(), RelayError> {
     let (upstream, connected) = connect(&target).await?;
+    let closed = CancellationToken::new();
     let relay = Relay {
         upstream: upstream.peer().clone(),
         routes: connected.routes.clone(),
+        closed: closed.clone(),
+    };
+    let stdin = WatchedStdin {
+        inner: tokio::io::stdin(),
+        closed,
     };
     let server = relay
-        .serve(rmcp::transport::stdio())
+        .serve((stdin, tokio::io::stdout()))
         .await
         .map_err(|e| RelayError::Downstream(e.to_string()))?;
     let _ = connected.downstream.set(server.peer().clone());
