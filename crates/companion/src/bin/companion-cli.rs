@@ -29,6 +29,9 @@ async fn main() -> anyhow::Result<()> {
     // The first argument is the program's own path.
     let args: Vec<String> = std::env::args().collect();
     let args = &args[1.min(args.len())..];
+    if args.first().is_some_and(|a| a == "mcp") {
+        return relay(&args[1..]).await;
+    }
     let paths = match args.iter().position(|a| a == "--data-dir") {
         Some(i) => AppPaths::under(&PathBuf::from(
             args.get(i + 1).context("--data-dir needs a folder")?,
@@ -76,6 +79,56 @@ async fn main() -> anyhow::Result<()> {
     }
     printer.abort();
     Ok(())
+}
+
+/// What `companion-cli mcp --help` prints.
+const RELAY_USAGE: &str = "\
+Usage: companion-cli mcp [--token <token>] [--data-dir <dir>]
+
+Relays MCP over stdin/stdout to the running Feishu Companion whose data folder is <dir> (the
+system's when not given), as `feishu-companion mcp` does. The token comes from Settings ->
+Connected agents, by --token or FEISHU_COMPANION_TOKEN. Unlike the desktop app's relay it
+cannot start the app: start it first.
+";
+
+/// `companion-cli mcp`: the desktop shell's stdio relay through the same core function, so it
+/// can be run (and tested with real MCP clients) without building the desktop app. Nothing but
+/// the protocol is written to stdout.
+async fn relay(args: &[String]) -> anyhow::Result<()> {
+    let mut token = std::env::var(companion::agents::api::TOKEN_VARIABLE).unwrap_or_default();
+    let mut data_dir = None;
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "--help" | "-h" => {
+                eprint!("{RELAY_USAGE}");
+                return Ok(());
+            }
+            "--token" => token = rest.next().context("--token needs the token")?.clone(),
+            "--data-dir" => {
+                data_dir = Some(PathBuf::from(
+                    rest.next().context("--data-dir needs a folder")?,
+                ))
+            }
+            other => anyhow::bail!("unknown argument {other:?}\n\n{RELAY_USAGE}"),
+        }
+    }
+    let paths = match data_dir {
+        Some(dir) => AppPaths::under(&dir),
+        None => AppPaths::system().context("this system has no standard folder for app data")?,
+    };
+    // The client's working folder is its project, as the desktop relay says.
+    let project = std::env::current_dir()
+        .ok()
+        .map(|d| d.display().to_string());
+    let start_app = || {
+        Err(std::io::Error::other(
+            "companion-cli cannot start the app; start `companion-cli` (or the desktop app) on this data folder first",
+        ))
+    };
+    companion::agents::relay::relay(&paths, token, project, start_app)
+        .await
+        .context("companion-cli mcp")
 }
 
 fn prompt() {
