@@ -3,8 +3,8 @@
 //! Streamable HTTP, the TypeScript SDK through the stdio relay (`companion-cli mcp`, the core
 //! function `feishu-companion mcp` runs), the real Claude Code CLI with the companion as its
 //! permission prompt ([`claude`]), and the official conformance suite's server scenarios
-//! ([`conformance`]). [`race`] holds, ignored until the engine is fixed, the lost decision these
-//! clients found.
+//! ([`conformance`]). [`race`] holds that a decision made the instant a call is held is not
+//! lost, as these clients once found it was.
 //!
 //! Each client checks what it was answered and prints a JSON report; the test checks the report,
 //! the cards the user saw and what the app recorded (verdicts, the audit naming `agent:<id>`).

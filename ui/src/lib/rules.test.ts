@@ -115,4 +115,10 @@ describe('an agent’s permission request', () => {
     expect(projectName('C:\\src\\site')).toBe('site');
     expect(projectName('/')).toBe('/');
   });
+
+  it('never offers to allow every permission request of every agent at once', () => {
+    const c = alwaysAllowChoices({ tool: 'approve', args: { tool_name: 'Bash', command: 'rm -rf /', input: {} } });
+    expect(c.map((x) => x.id)).not.toContain('tool');
+    expect(c.every((x) => x.constraints.command === 'rm -rf /')).toBe(true);
+  });
 });

@@ -104,10 +104,19 @@ function commandChoices(args: Record<string, unknown> | undefined): AllowChoice[
   return out;
 }
 
+/** The tools through which other agents ask about their own actions: allowing one whole would
+ *  allow every shell command and edit of every agent, so only scoped choices are offered. */
+const NEVER_WHOLE = new Set(['approve']);
+
 /** "Always allow <tool>", then one "…for this <key>" per target argument with a plain value, then
  *  an agent's command choices. */
-export function alwaysAllowChoices(call: Pick<CallView, 'args'> & Partial<Pick<CallView, 'preview'>>): AllowChoice[] {
-  const out: AllowChoice[] = [{ id: 'tool', key: null, keyLabel: null, value: null, display: null, constraints: {} }];
+export function alwaysAllowChoices(
+  call: Pick<CallView, 'args'> & Partial<Pick<CallView, 'preview' | 'tool'>>,
+): AllowChoice[] {
+  const whole = !NEVER_WHOLE.has(call.tool ?? '');
+  const out: AllowChoice[] = whole
+    ? [{ id: 'tool', key: null, keyLabel: null, value: null, display: null, constraints: {} }]
+    : [];
   for (const [k, label] of Object.entries(KEY_ARGS)) {
     const v = call.args?.[k];
     if ((typeof v === 'string' && v.trim() !== '') || typeof v === 'number') {

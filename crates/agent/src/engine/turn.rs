@@ -48,17 +48,14 @@ impl Engine {
             return Err(EngineError::AgentNotFound(agent_name.to_owned()));
         }
         let token = self.start_running(session_id)?;
-        let result = self
-            .send_message_running(
-                session_id,
-                content,
-                WaitingCalls::Keep,
-                token,
-                Some(agent_name),
-            )
-            .await;
-        self.stop_running(session_id);
-        result
+        self.send_message_running(
+            session_id,
+            content,
+            WaitingCalls::Keep,
+            token,
+            Some(agent_name),
+        )
+        .await
     }
 
     /// [`Engine::send_message`], saying what becomes of the calls still waiting in the session:
@@ -70,11 +67,8 @@ impl Engine {
         waiting: WaitingCalls,
     ) -> Result<TurnOutcome, EngineError> {
         let token = self.start_running(session_id)?;
-        let result = self
-            .send_message_running(session_id, content, waiting, token, None)
-            .await;
-        self.stop_running(session_id);
-        result
+        self.send_message_running(session_id, content, waiting, token, None)
+            .await
     }
 
     pub(super) async fn send_message_running(
@@ -85,7 +79,15 @@ impl Engine {
         cancel: CancellationToken,
         agent_name: Option<&str>,
     ) -> Result<TurnOutcome, EngineError> {
-        let mut guard = self.lock_session(session_id).await?;
+        let mut guard = match self.lock_session(session_id).await {
+            Ok(guard) => guard,
+            Err(e) => {
+                self.stop_running(session_id);
+                return Err(e);
+            }
+        };
+        // Declared after the lock, so the turn stops running before the session is unlocked.
+        let _running = StopRunning(self, session_id);
         let s = guard.cache();
         if s.state.contains_key(SESSION_ENDED_VARIABLE) {
             return Err(EngineError::SessionEnded(session_id.to_owned()));
@@ -592,5 +594,16 @@ impl EndsSession for Event {
         self.actions
             .state_delta
             .contains_key(SESSION_ENDED_VARIABLE)
+    }
+}
+
+/// Marks the session's turn as no longer running when dropped: held while the session is locked,
+/// so a decision waiting for that lock finds the turn stopped and resumes it itself (a decision
+/// made the instant a call was held was otherwise left `Approved` and never run).
+struct StopRunning<'a>(&'a Engine, &'a str);
+
+impl Drop for StopRunning<'_> {
+    fn drop(&mut self) {
+        self.0.stop_running(self.1);
     }
 }

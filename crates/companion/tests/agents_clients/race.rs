@@ -1,11 +1,9 @@
-//! A decision made the moment a connected agent's call is held can be lost: the engine's
-//! `send_message_as` releases the session's lock and only then marks the turn as no longer
-//! running, so a decision waiting for that lock commits `Approved` and its `resume` finds the
-//! session "busy" ("another act will take the turn from here") and returns; no other act comes
-//! to a connected agent's one-request session, so the call stays `Approved`, never runs, and the
-//! client waits for ever. Measured: 5 of 300 calls stuck. The fix belongs to the engine
-//! (crates/agent/src/engine/turn.rs): stop running before the session is unlocked. Until then
-//! this is ignored, and the other tests decide only once the turn has ended.
+//! A decision made the moment a connected agent's call is held must not be lost. It was: the
+//! engine's `send_message_as` released the session's lock and only then marked the turn as no
+//! longer running, so a decision waiting for that lock committed `Approved` and its `resume`
+//! found the session "busy" and returned; no other act comes to a connected agent's
+//! one-request session, so the call stayed `Approved`, never ran, and the client waited for
+//! ever (5 of 300 calls, before the engine stopped the turn running before unlocking).
 
 use std::time::Duration;
 
@@ -19,7 +17,6 @@ use serde_json::json;
 use super::user;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "the engine loses a decision made before the holding turn ends (see the module's note)"]
 async fn a_call_decided_the_moment_it_is_held_still_runs_and_answers() {
     let demo = user::demo("Quick decider").await;
     let _ = rustls::crypto::ring::default_provider().install_default();
