@@ -141,10 +141,7 @@ impl Companion {
         }
         let store = self.store();
         let record = match store.call(&click.call_id) {
-            Ok(Some(record)) if self.users_calls().is_ok_and(|users| users(&record)) =>
-            {
-                record
-            }
+            Ok(Some(record)) if self.users_calls().is_ok_and(|users| users(&record)) => record,
             _ => {
                 tracing::warn!(call_id = %click.call_id, "a card click for an unknown call was refused");
                 return Some(
