@@ -213,6 +213,13 @@ pub fn run() -> anyhow::Result<()> {
     )
     .build(context())
     .context("starting the window system and the webview")?;
-    app.run(|_, _| {});
+    app.run(|app, event| {
+        // The relay must not find a server that is gone (agents-server.json).
+        if let tauri::RunEvent::Exit = event
+            && let Some(companion) = app.state::<Shell>().companion_now()
+        {
+            companion.stop_agent_server();
+        }
+    });
     Ok(())
 }

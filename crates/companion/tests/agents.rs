@@ -419,8 +419,12 @@ async fn a_request_left_waiting_by_a_closed_app_is_abandoned_at_the_next_start()
             .await
         });
         let record = held(&app, &new.agent.id, CallStatus::AwaitingApproval).await;
-        // The app stops without the client ever leaving (a crash, a quit).
+        // The app stops without the client ever leaving (a crash, a quit); the relay no longer
+        // finds it.
+        let discovery = companion::agents::discovery_file(app.paths());
+        assert!(discovery.exists());
         app.stop_agent_server();
+        assert!(!discovery.exists());
         (record, new.token)
     };
     let app = common::open(paths).await;

@@ -32,12 +32,7 @@ impl Companion {
                 server.problem.clone(),
             )
         };
-        let builtin: std::collections::HashSet<String> = self
-            .runtime()
-            .builtin
-            .iter()
-            .map(|t| t.name().to_owned())
-            .collect();
+        let default = self.default_tools();
         let tools = self
             .offerable_tools()
             .iter()
@@ -45,7 +40,7 @@ impl Companion {
                 name: t.name().to_owned(),
                 title: crate::labels::tool_title(t.name()),
                 read: !t.requires_approval(&serde_json::Map::new()),
-                default_on: builtin.contains(t.name()) || t.name().starts_with("mcp__feishu__"),
+                default_on: default(t.name()),
             })
             .collect();
         ConnectedAgentsView {

@@ -131,18 +131,26 @@ impl Companion {
         tools
     }
 
-    /// What `client` may call: its chosen tools (Feishu's built-in ones unless it chose), then
-    /// the approval tools.
-    pub(crate) fn agent_tools(&self, client: &ClientRecord) -> Vec<Arc<dyn AgentTool>> {
+    /// Whether a tool is given to an agent that chose none: Feishu's built-in tools and the
+    /// built-in Feishu docs server's.
+    pub(crate) fn default_tools(&self) -> impl Fn(&str) -> bool + use<> {
         let builtin: HashSet<String> = self
             .runtime()
             .builtin
             .iter()
             .map(|t| t.name().to_owned())
             .collect();
+        let docs = format!("{}{}__", mcp::naming::PREFIX, crate::mcp::feishu::ID);
+        move |name| builtin.contains(name) || name.starts_with(&docs)
+    }
+
+    /// What `client` may call: its chosen tools (Feishu's built-in ones unless it chose), then
+    /// the approval tools.
+    pub(crate) fn agent_tools(&self, client: &ClientRecord) -> Vec<Arc<dyn AgentTool>> {
+        let default = self.default_tools();
         let chosen = |name: &str| match &client.tools {
             Some(list) => list.iter().any(|t| t == name),
-            None => builtin.contains(name) || name.starts_with("mcp__feishu__"),
+            None => default(name),
         };
         let mut tools: Vec<Arc<dyn AgentTool>> = self
             .offerable_tools()

@@ -176,9 +176,10 @@ impl Companion {
                 return;
             }
         };
+        let registry = self.agent_registry();
         for call in pending
             .iter()
-            .filter(|c| c.agent_name.starts_with("agent_"))
+            .filter(|c| registry.client(&c.agent_name).is_some())
         {
             if let Err(e) = self.engine().abandon(&call.session_id).await {
                 tracing::warn!(error = %e, call = %call.call_id, "cannot abandon a request");

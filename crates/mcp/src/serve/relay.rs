@@ -231,7 +231,7 @@ async fn gone(request: &CancellationToken, closed: &CancellationToken) {
 }
 
 /// Connects to the app's server as `target` says.
-pub async fn connect(
+async fn connect(
     target: &RelayTarget,
 ) -> Result<(RunningService<RoleClient, impl ClientHandler>, Connected), RelayError> {
     let upstream_error = |reason: String| RelayError::Upstream {
@@ -265,8 +265,7 @@ pub async fn connect(
 }
 
 /// What [`connect`] shares with [`run`].
-#[allow(missing_debug_implementations)] // rmcp's peers have no Debug; nothing here is worth printing.
-pub struct Connected {
+struct Connected {
     downstream: Arc<OnceLock<Peer<RoleServer>>>,
     routes: Routes,
 }
