@@ -13,7 +13,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 
 import { runClaude } from '../agents/claude.mjs';
-import { APP, consent, send, shot, spawnLine, startDriver, step, waitForReply, withApp } from './harness.mjs';
+import { APP, shot, signInForCards, spawnLine, startDriver, step, withApp } from './harness.mjs';
 
 const COMMAND = 'echo approved-in-feishu >> once.txt';
 
@@ -60,19 +60,8 @@ async function json(url, init) {
 test("Claude Code's shell command waits in the app and on the Feishu card, and runs once when approved there", async () => {
   const settings = { remote_approval: { enabled: true, when: 'always', away_minutes: 15 } };
   await withApp(driver, 'claude-code', settings, async (browser) => {
-    // Cards go to the signed-in person: sign in first (reading the agenda asks for it).
-    await send(browser, '明天我有什么安排？');
-    const auth = browser.$('[data-testid="auth-card"]');
-    await auth.waitForDisplayed();
-    await auth.$('[data-testid="sign-in"]').click();
-    const link = auth.$('[data-testid="open-in-browser"]');
-    await browser.waitUntil(async () => Boolean(await link.getAttribute('data-url')), {
-      timeoutMsg: 'the auth card never showed the sign-in URL',
-    });
-    const authorizeUrl = await link.getAttribute('data-url');
-    const emulator = new URL(authorizeUrl).origin;
-    await consent(authorizeUrl);
-    await waitForReply(browser, '明天的日程我看过了');
+    // Cards go to the signed-in person: sign in first.
+    const emulator = await signInForCards(browser);
 
     // Settings → Connected agents: add Claude Code; its token is shown once.
     await browser.$('[data-testid="nav-settings"]').click();

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { consent, send, shot, signInThroughCard, startDriver, step, waitForReply, withApp } from './harness.mjs';
+import { send, shot, signInForCards, signInThroughCard, startDriver, step, waitForReply, withApp } from './harness.mjs';
 
 let driver;
 before(async () => {
@@ -31,20 +31,8 @@ async function bodyText(browser) {
 test('a card approved in Feishu decides the call in the app, once', async () => {
   const settings = { remote_approval: { enabled: true, when: 'always', away_minutes: 15 } };
   await withApp(driver, 'feishu-card', settings, async (browser) => {
-    // Cards go to the signed-in person: sign in first (reading the agenda asks for it).
-    await send(browser, '明天我有什么安排？');
-    const auth = browser.$('[data-testid="auth-card"]');
-    await auth.waitForDisplayed();
-    await auth.$('[data-testid="sign-in"]').click();
-    const link = auth.$('[data-testid="open-in-browser"]');
-    await browser.waitUntil(async () => Boolean(await link.getAttribute('data-url')), {
-      timeoutMsg: 'the auth card never showed the sign-in URL',
-    });
-    const authorizeUrl = await link.getAttribute('data-url');
-    const emulator = new URL(authorizeUrl).origin;
-    step(`the demo's Feishu is at ${emulator}`);
-    await consent(authorizeUrl);
-    await waitForReply(browser, '明天的日程我看过了');
+    // Cards go to the signed-in person: sign in first.
+    const emulator = await signInForCards(browser);
 
     await send(browser, '帮我约个产品评审会');
     const card = browser.$('[data-testid="approval-card"]');

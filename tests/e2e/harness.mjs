@@ -244,3 +244,25 @@ export async function signInThroughCard(browser, name) {
   await consent(await link.getAttribute('data-url'));
   step('consent given');
 }
+
+/**
+ * Signs in the way cards from Feishu need (they go to the signed-in person): asks for the agenda,
+ * whose auth card appears, and gives consent over HTTP. Answers the demo's Feishu (the emulator's
+ * origin), where those cards arrive.
+ */
+export async function signInForCards(browser) {
+  await send(browser, '明天我有什么安排？');
+  const auth = browser.$('[data-testid="auth-card"]');
+  await auth.waitForDisplayed();
+  await auth.$('[data-testid="sign-in"]').click();
+  const link = auth.$('[data-testid="open-in-browser"]');
+  await browser.waitUntil(async () => Boolean(await link.getAttribute('data-url')), {
+    timeoutMsg: 'the auth card never showed the sign-in URL',
+  });
+  const authorizeUrl = await link.getAttribute('data-url');
+  const emulator = new URL(authorizeUrl).origin;
+  step(`the demo's Feishu is at ${emulator}`);
+  await consent(authorizeUrl);
+  await waitForReply(browser, '明天的日程我看过了');
+  return emulator;
+}
