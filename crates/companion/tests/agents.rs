@@ -441,3 +441,26 @@ async fn a_request_left_waiting_by_a_closed_app_is_abandoned_at_the_next_start()
     let (client, _) = connect(&url, &token).await;
     assert!(!client.list_all_tools().await.unwrap().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nameless_agent_or_a_relay_without_a_token_is_refused_with_what_to_do() {
+    let (dir, app, _url, _token, _id) = demo_with_agent().await;
+    let before = app.connected_agents().agents.len();
+    for name in ["", "   ", &"x".repeat(61)] {
+        let e = app.add_connected_agent(name).unwrap_err().to_string();
+        assert!(e.contains("1 to 60 characters"), "{e}");
+    }
+    assert_eq!(
+        app.connected_agents().agents.len(),
+        before,
+        "nothing was added"
+    );
+    let paths = companion::AppPaths::under(dir.path());
+    let e = companion::agents::relay::relay(&paths, " ".into(), None, || {
+        panic!("no app is started without a token")
+    })
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("FEISHU_COMPANION_TOKEN"), "{e}");
+}
