@@ -2,7 +2,7 @@
 //! may use, and the user's Python files with their allowed hosts. Every change rebuilds the
 //! agent for the next turn; sessions and pending approvals stay as they are.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,39 +10,17 @@ use agent::{
     AgentTool, CallbackContext, Content, LlmAgent, LlmRequest, LlmResponse, StateMap, ToolContext,
     ToolReturn,
 };
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::core::{Companion, CompanionError};
+pub use crate::settings::assistant::{AssistantSettings, PythonFileSettings};
 use crate::python::TEMPLATE;
 use crate::python::view::{
     AssistantInput, AssistantView, BuiltinToolView, CallbackTryView, PythonFileView, PythonRunView,
 };
 use crate::runtime::SYSTEM_INSTRUCTION;
 use crate::view::{PreviewView, Text};
-
-/// What the user set for the assistant (part of the settings file).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, ts_rs::TS)]
-#[serde(default)]
-pub struct AssistantSettings {
-    /// The instruction; `None` is the built-in one.
-    pub instruction: Option<String>,
-    /// Built-in tools the assistant may not use.
-    pub disabled_tools: Vec<String>,
-    /// Per Python file (by name): what it may reach.
-    pub python_files: BTreeMap<String, PythonFileSettings>,
-}
-
-/// What one Python file may reach over HTTP.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, ts_rs::TS)]
-#[serde(default)]
-pub struct PythonFileSettings {
-    /// Hosts it may call (`api.example.com`, or `*.example.com` for every subdomain); none by
-    /// default.
-    pub allowed_hosts: Vec<String>,
-    /// Whether it may call Feishu's Open API with the signed-in user's token.
-    pub feishu_api: bool,
-}
 
 /// The longest a file name may be, and what it may contain: a Python module's name.
 fn check_file_name(name: &str) -> Result<(), CompanionError> {

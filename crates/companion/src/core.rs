@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, RwLock};
 
 use agent::persist::AuditFilter;
-use agent::{CallRecord, Content, Decision, Engine, EngineEvent, Event, Rule, TurnOutcome};
+use agent::{CallRecord, Content, Decision, Engine, Event, Rule, TurnOutcome};
 use emulator::feishu::FeishuEmulator;
 use emulator::model_server::ModelServer;
 use feishu::listener::Answer;
@@ -15,7 +15,11 @@ use tokio::sync::broadcast;
 
 use crate::paths::AppPaths;
 use crate::runtime::{self, Kept, Runtime};
-use crate::settings::{Settings, SettingsError};
+use crate::settings::Settings;
+pub use crate::error::CompanionError;
+pub use crate::events::{SignInStatus, SignInTicket, UiEvent};
+pub(crate) use crate::sync::lock;
+use crate::sync::read as lock_read;
 
 /// The vault entry of the Feishu App Secret.
 pub const APP_SECRET: &str = "feishu.app_secret";
@@ -25,83 +29,6 @@ pub const PEOPLE_NAMES_SCOPE: &str = "contact:contact.base:readonly";
 
 /// The demo app's id in the emulator.
 pub const DEMO_APP_ID: &str = "cli_demo_companion";
-
-/// What the UI hears about, as it happens.
-#[derive(Debug, Clone, PartialEq)]
-pub enum UiEvent {
-    /// The engine: streamed text, stored events, calls held or decided, turns suspended or done.
-    Engine(Box<EngineEvent>),
-    /// A sign-in moved on.
-    SignIn(SignInStatus),
-    /// "Open in app" was pressed on a call's card in Feishu: show the app at that call.
-    OpenCall {
-        /// The call.
-        call_id: String,
-    },
-    /// "Open in app" was pressed on the summary card in Feishu: show the app at its inbox.
-    OpenInbox,
-    /// A card was sent to Feishu or finished there: the calls whose card now waits for a
-    /// decision in Feishu, all of them.
-    RemoteCards {
-        /// The calls, sorted.
-        call_ids: Vec<String>,
-    },
-    /// "Connect my Feishu" moved on (see [`crate::connect`]).
-    Connect(crate::connect::ConnectStatus),
-    /// An MCP server changed, or one of its calls reported progress (see [`crate::mcp`]).
-    Mcp(crate::mcp::McpEvent),
-}
-
-/// Where a sign-in stands.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SignInStatus {
-    /// Waiting for the user on Feishu's page.
-    Waiting {
-        /// The authorize page (the verification page of a device sign-in).
-        url: String,
-        /// A device sign-in's code: the QR code and countdown to show instead of a window.
-        device: Option<crate::connect::DeviceTicket>,
-    },
-    /// A device sign-in's code ran out before anyone confirmed.
-    Expired,
-    /// Signed in; held calls are running again.
-    SignedIn {
-        /// Who.
-        name: String,
-        /// Every scope granted.
-        scopes: Vec<String>,
-        /// The person signed in before, when it was someone else: their conversations are now
-        /// kept apart (see [`crate::person`]).
-        switched_from: Option<String>,
-    },
-    /// The user declined on Feishu's page.
-    Declined,
-    /// It failed; the message says why and what to do.
-    Failed {
-        /// For the user.
-        message: String,
-    },
-    /// Feishu refused it (its authorize page showed an error code), or nobody finished it in
-    /// time: which setting to change, with the exact value.
-    Refused {
-        /// The problem, in words.
-        problem: crate::sign_in_help::SignInProblemView,
-    },
-    /// It continues in the system browser (the tenant signs in through its own identity
-    /// provider); the same listener still waits for the redirect.
-    InBrowser,
-}
-
-/// A sign-in in progress: what to open.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SignInTicket {
-    /// The authorize page to show in the sign-in window (or the system browser).
-    pub url: String,
-    /// The redirect URL the listener waits on (empty for a device sign-in).
-    pub redirect_uri: String,
-    /// A device sign-in's code, to show as a QR code.
-    pub device: Option<crate::connect::DeviceTicket>,
-}
 
 /// How to open the app.
 #[derive(Debug, Clone, Default)]
@@ -121,32 +48,6 @@ pub struct OpenOptions {
     /// Serve connected agents on this port instead of the registry's (`Some(0)`: any free
     /// port; tests).
     pub agents_port: Option<u16>,
-}
-
-/// An application failure, worded for the person using the app.
-#[derive(Debug, thiserror::Error)]
-pub enum CompanionError {
-    /// Settings.
-    #[error(transparent)]
-    Settings(#[from] SettingsError),
-    /// The database.
-    #[error(transparent)]
-    Store(#[from] store::StoreError),
-    /// The vault.
-    #[error(transparent)]
-    Vault(#[from] store::VaultError),
-    /// The engine.
-    #[error(transparent)]
-    Engine(#[from] agent::EngineError),
-    /// Sign-in.
-    #[error(transparent)]
-    SignIn(#[from] feishu::SignInError),
-    /// Tokens.
-    #[error(transparent)]
-    Token(#[from] feishu::TokenError),
-    /// Anything else, already worded.
-    #[error("{0}")]
-    Other(String),
 }
 
 /// The demo's stand-ins, running in-process.
@@ -213,10 +114,6 @@ impl WeakCompanion {
     pub(crate) fn upgrade(&self) -> Option<Companion> {
         self.0.upgrade().map(|inner| Companion { inner })
     }
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Companion {
@@ -872,9 +769,4 @@ impl Companion {
             self.inner.vault.key_notice().map(|n| n.to_string()),
         )
     }
-}
-
-fn lock_read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    lock.read()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

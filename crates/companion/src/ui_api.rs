@@ -10,10 +10,11 @@ use agent::persist::CallFilter;
 
 use crate::core::{Companion, CompanionError, lock};
 use crate::settings::Settings;
+use crate::text::{cut, snake};
 use crate::view::{
     AccountView, AppInfo, AuditQuery, AuditView, BatchDecision, CallView, DecisionInput,
     ExportFormat, PersonView, PresetView, RuleView, SavedSettings, SessionView, SettingsView,
-    SettlementInput, SignInTicketView, Text, TimelineView, TurnView, cut, snake, timeline,
+    SettlementInput, SignInTicketView, Text, TimelineView, TurnView, timeline,
 };
 
 /// How much of the first message names a conversation.

@@ -15,31 +15,8 @@ use ts_rs::TS;
 pub use crate::autonomy::{AutonomyInput, AutonomyView};
 pub use crate::edit::EditCheckView;
 use crate::labels;
-
-/// Text in both of the app's languages.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
-pub struct Text {
-    /// Simplified Chinese.
-    pub zh: String,
-    /// English.
-    pub en: String,
-}
-
-impl Text {
-    /// Text in Chinese and English.
-    pub fn new(zh: impl Into<String>, en: impl Into<String>) -> Text {
-        Text {
-            zh: zh.into(),
-            en: en.into(),
-        }
-    }
-}
-
-impl From<&agent::Localized> for Text {
-    fn from(l: &agent::Localized) -> Text {
-        Text::new(l.zh.clone(), l.en.clone())
-    }
-}
+pub use crate::text::Text;
+use crate::text::{cut, snake};
 
 /// About the running app, for the status bar and the demo banner.
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
@@ -911,15 +888,6 @@ impl UiEventView {
     }
 }
 
-/// A serde unit variant's name (`awaiting_approval`).
-pub(crate) fn snake<T: Serialize>(value: &T) -> String {
-    match serde_json::to_value(value) {
-        Ok(Value::String(s)) => s,
-        Ok(other) => other.to_string(),
-        Err(_) => String::new(),
-    }
-}
-
 impl From<&CallRecord> for CallView {
     fn from(c: &CallRecord) -> CallView {
         let pending = matches!(
@@ -1065,14 +1033,6 @@ fn result_view(response: &Map<String, Value>) -> ToolResultView {
         } else {
             crate::readable::lines(value)
         },
-    }
-}
-
-/// At most `max` characters, with an ellipsis when cut.
-pub(crate) fn cut(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_owned(),
     }
 }
 

@@ -5,8 +5,9 @@
 //! tools rebuilds the agent for the next turn.
 
 mod api;
+pub(crate) mod event;
 pub(crate) mod feishu;
-pub use api::McpEvent;
+pub use event::McpEvent;
 pub(crate) mod file;
 pub(crate) mod lark;
 pub mod questions;

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use agent::CallStatus;
 use agent::persist::EngineStore as _;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 use ts_rs::TS;
 
@@ -40,41 +40,8 @@ pub const MAX_OPEN_CARDS: usize = 5;
 /// How often the loop runs when nothing wakes it.
 const TICK: Duration = Duration::from_secs(5);
 
-/// When cards go to Feishu.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, TS)]
-#[serde(rename_all = "snake_case")]
-pub enum RemoteWhen {
-    /// For every call held for approval.
-    Always,
-    /// Only once the app's window has been unfocused for `away_minutes`.
-    #[default]
-    Away,
-}
+pub use crate::settings::remote::{MAX_AWAY_MINUTES, RemoteApprovalSettings, RemoteWhen};
 
-/// Settings → Approve from Feishu.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
-#[serde(default)]
-pub struct RemoteApprovalSettings {
-    /// Off by default.
-    pub enabled: bool,
-    /// Always, or when away.
-    pub when: RemoteWhen,
-    /// Minutes the window must have been unfocused (in "away" mode).
-    pub away_minutes: u32,
-}
-
-impl Default for RemoteApprovalSettings {
-    fn default() -> Self {
-        RemoteApprovalSettings {
-            enabled: false,
-            when: RemoteWhen::Away,
-            away_minutes: 10,
-        }
-    }
-}
-
-/// The most minutes "away" may be set to: a day.
-pub const MAX_AWAY_MINUTES: u32 = 24 * 60;
 
 /// Where approving from Feishu stands, for Settings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]

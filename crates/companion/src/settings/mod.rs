@@ -6,6 +6,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+pub mod assistant;
+pub mod remote;
+
 /// Interface language.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ts_rs::TS)]
 #[serde(rename_all = "snake_case")]
@@ -133,9 +136,9 @@ pub struct Settings {
     /// Whether the app looks for a newer version at start (it installs one only when asked).
     pub check_for_updates: bool,
     /// The assistant as the user shaped it: instruction, built-in tools, Python files.
-    pub assistant: crate::assistant::AssistantSettings,
+    pub assistant: assistant::AssistantSettings,
     /// Approving from Feishu: cards from the app's bot, decided over the long connection.
-    pub remote_approval: crate::remote_approval::RemoteApprovalSettings,
+    pub remote_approval: remote::RemoteApprovalSettings,
 }
 
 impl Default for Settings {
@@ -148,8 +151,8 @@ impl Default for Settings {
             approval_expiry_minutes: 24 * 60,
             time_zone: String::new(),
             check_for_updates: true,
-            assistant: crate::assistant::AssistantSettings::default(),
-            remote_approval: crate::remote_approval::RemoteApprovalSettings::default(),
+            assistant: assistant::AssistantSettings::default(),
+            remote_approval: remote::RemoteApprovalSettings::default(),
         }
     }
 }
@@ -223,7 +226,7 @@ fn accepted(field: &str) -> Option<String> {
         }
         "remote_approval.away_minutes" => format!(
             "it must be a whole number of minutes from 1 to {}",
-            crate::remote_approval::MAX_AWAY_MINUTES
+            remote::MAX_AWAY_MINUTES
         ),
         "remote_approval.when" => "it must be \"always\" or \"away\"".to_owned(),
         "time_zone" => {
@@ -321,7 +324,7 @@ impl Settings {
         if !self.time_zone.is_empty() && jiff::tz::TimeZone::get(&self.time_zone).is_err() {
             return Err(refuse("time_zone", format!("{:?}", self.time_zone)));
         }
-        if !(1..=crate::remote_approval::MAX_AWAY_MINUTES)
+        if !(1..=remote::MAX_AWAY_MINUTES)
             .contains(&self.remote_approval.away_minutes)
         {
             return Err(refuse(
