@@ -10,7 +10,7 @@ use super::{
     Decision, DecisionSource, Engine, EngineError, PREVIEW_TIMEOUT, SessionGuard, Turn,
     TurnOutcome, args_hash,
 };
-use crate::event::EventActions;
+use crate::event::{Event, EventActions};
 use crate::persist::{
     ApprovalDecision, CallFilter, CallRecord, CallStatus, Commit, InvocationRecord, Rule,
     RuleEffect, Verdict,
@@ -71,7 +71,6 @@ impl Engine {
         decision: Decision,
         source: DecisionSource,
     ) -> Result<TurnOutcome, EngineError> {
-        let actor = source.actor();
         let (mut guard, mut call, inv) = self
             .held_call(call_id, &[CallStatus::AwaitingApproval])
             .await?;
@@ -89,45 +88,16 @@ impl Engine {
         }
         let now = self.now();
         let mut commit = Commit::default();
-        let verdict = match &decision {
-            Decision::Approve | Decision::AlwaysAllow { .. } => Verdict::Approved,
-            Decision::ApproveEdited(_) => Verdict::ApprovedEdited,
-            Decision::Reject { .. } => Verdict::Rejected,
-        };
+        let verdict = verdict_of(&decision);
         if let Decision::ApproveEdited(args) = &decision {
-            self.node(&call.agent_name)
-                .agent
-                .validate_args(&call.tool, args)
-                .map_err(|message| EngineError::InvalidArguments {
-                    call_id: call_id.to_owned(),
-                    message,
-                })?;
-            self.verify_edit(&call, args).await?;
-            call.original_args = Some(std::mem::replace(&mut call.args, args.clone()));
-            // The record shows what ran: describe the edited call, not the model's.
-            if let Some(tool) = self.node(&call.agent_name).agent.tool(&call.tool).cloned()
-                && let Ok(preview) =
-                    tokio::time::timeout(PREVIEW_TIMEOUT, tool.preview(&call.args)).await
-            {
-                call.preview = preview;
-            }
+            self.apply_edit(&mut call, args).await?;
         }
         if let Decision::AlwaysAllow {
             constraints,
             expires_at,
         } = &decision
         {
-            let rule = Rule {
-                id: format!("rule_{}", uuid::Uuid::new_v4().simple()),
-                tool: call.tool.clone(),
-                effect: RuleEffect::AlwaysAllow,
-                arg_constraints: constraints.clone(),
-                expires_at: *expires_at,
-                created_by: "user".to_owned(),
-                from_call_id: Some(call.call_id.clone()),
-                created_at: now,
-                revoked_at: None,
-            };
+            let rule = always_allow_rule(&call, constraints, *expires_at, now);
             commit
                 .audit
                 .push(self.audit(s, Some(&call), "rule.created", "user", json!(rule)));
@@ -137,6 +107,7 @@ impl Engine {
             Decision::Reject { reason } => reason.clone().filter(|r| !r.trim().is_empty()),
             _ => None,
         };
+        let actor = source.actor();
         call.decision = Some(ApprovalDecision {
             verdict,
             decided_by: actor.to_owned(),
@@ -145,32 +116,15 @@ impl Engine {
             args_hash: (verdict != Verdict::Rejected).then(|| args_hash(&call.args)),
         });
         call.updated_at = now;
-        let kind = match verdict {
-            Verdict::Rejected => "approval.rejected",
-            Verdict::ApprovedEdited => "approval.approved_edited",
-            _ => "approval.approved",
-        };
         commit.audit.push(self.audit(
             s,
             Some(&call),
-            kind,
+            decision_kind(verdict),
             actor,
             json!({"args": call.args, "original_args": call.original_args, "reason": reason, "via": source.name()}),
         ));
         if verdict == Verdict::Rejected {
-            let text = match &reason {
-                Some(reason) => format!("The user rejected this call. Their reason: {reason}"),
-                None => "The user rejected this call.".to_owned(),
-            };
-            let turn = Turn {
-                inv: inv.clone(),
-                temp: StateMap::new(),
-                cancel: CancellationToken::new(),
-            };
-            let result = ToolResult::new(ToolOutcome::Blocked).with_content(text);
-            let (event, _) =
-                self.response_event(&turn, &call, result.into(), EventActions::default(), None);
-            self.mark_done(&mut call, ToolOutcome::Blocked);
+            let event = self.answer_rejected(&inv, &mut call, reason);
             commit.events.push(event);
         } else {
             call.status = CallStatus::Approved;
@@ -179,6 +133,57 @@ impl Engine {
         commit.calls.push(call);
         self.commit(s, commit)?;
         self.resume(s, inv).await
+    }
+
+    /// Puts the user's arguments in place of the model's. They are checked like the model's
+    /// were (schema, then the service's ids), since the approval covers exactly what runs; the
+    /// model's stay as `original_args` so the model is told its call was changed.
+    async fn apply_edit(
+        &self,
+        call: &mut CallRecord,
+        args: &Map<String, Value>,
+    ) -> Result<(), EngineError> {
+        self.node(&call.agent_name)
+            .agent
+            .validate_args(&call.tool, args)
+            .map_err(|message| EngineError::InvalidArguments {
+                call_id: call.call_id.clone(),
+                message,
+            })?;
+        self.verify_edit(call, args).await?;
+        call.original_args = Some(std::mem::replace(&mut call.args, args.clone()));
+        // The record shows what ran: describe the edited call, not the model's.
+        if let Some(tool) = self.node(&call.agent_name).agent.tool(&call.tool).cloned()
+            && let Ok(preview) =
+                tokio::time::timeout(PREVIEW_TIMEOUT, tool.preview(&call.args)).await
+        {
+            call.preview = preview;
+        }
+        Ok(())
+    }
+
+    /// Answers a rejected call at once: it never runs, and the model hears the user's reason so
+    /// it can change course instead of asking again.
+    fn answer_rejected(
+        &self,
+        inv: &InvocationRecord,
+        call: &mut CallRecord,
+        reason: Option<String>,
+    ) -> Event {
+        let text = match &reason {
+            Some(reason) => format!("The user rejected this call. Their reason: {reason}"),
+            None => "The user rejected this call.".to_owned(),
+        };
+        let turn = Turn {
+            inv: inv.clone(),
+            temp: StateMap::new(),
+            cancel: CancellationToken::new(),
+        };
+        let result = ToolResult::new(ToolOutcome::Blocked).with_content(text);
+        let (event, _) =
+            self.response_event(&turn, call, result.into(), EventActions::default(), None);
+        self.mark_done(call, ToolOutcome::Blocked);
+        event
     }
 
     /// What a held call would do with `args` instead of its own: the arguments are checked
@@ -315,5 +320,45 @@ impl Engine {
             ],
             ..CallFilter::default()
         })?)
+    }
+}
+
+/// The verdict a decision records: "always allow" approves this call like a plain approval;
+/// the rule it adds is recorded beside it.
+fn verdict_of(decision: &Decision) -> Verdict {
+    match decision {
+        Decision::Approve | Decision::AlwaysAllow { .. } => Verdict::Approved,
+        Decision::ApproveEdited(_) => Verdict::ApprovedEdited,
+        Decision::Reject { .. } => Verdict::Rejected,
+    }
+}
+
+/// The audit kind of a decision, so the trail tells an edited approval from a plain one.
+fn decision_kind(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Rejected => "approval.rejected",
+        Verdict::ApprovedEdited => "approval.approved_edited",
+        _ => "approval.approved",
+    }
+}
+
+/// The standing rule an "always allow" decision writes, linked to the call it came from so a
+/// rule can always be traced to the approval that made it.
+fn always_allow_rule(
+    call: &CallRecord,
+    constraints: &Map<String, Value>,
+    expires_at: Option<i64>,
+    now: i64,
+) -> Rule {
+    Rule {
+        id: format!("rule_{}", uuid::Uuid::new_v4().simple()),
+        tool: call.tool.clone(),
+        effect: RuleEffect::AlwaysAllow,
+        arg_constraints: constraints.clone(),
+        expires_at,
+        created_by: "user".to_owned(),
+        from_call_id: Some(call.call_id.clone()),
+        created_at: now,
+        revoked_at: None,
     }
 }
