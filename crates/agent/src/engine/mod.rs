@@ -13,9 +13,9 @@
 //! the service deduplicates, and is otherwise shown to the user as "outcome unknown".
 //!
 //! The code is split by concern: `session` (the in-memory session and the commit every change
-//! goes through), `turn` (the loop), `model_call`, `gate` (classifying calls, rules),
-//! `decision`, `dispatch` (and its journal), `auth` (suspension for sign-in), `expiry` and
-//! `recovery`.
+//! goes through), `message` (a new message opening a turn), `turn` (the loop), `model_call`,
+//! `gate` (classifying calls, rules), `decision`, `dispatch` (and its journal), `auth`
+//! (suspension for sign-in), `expiry` and `recovery`.
 
 mod auth;
 pub mod autonomy;
@@ -23,6 +23,7 @@ mod decision;
 mod dispatch;
 mod expiry;
 mod gate;
+mod message;
 mod model_call;
 pub mod notice;
 mod recovery;

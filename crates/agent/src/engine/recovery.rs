@@ -108,11 +108,7 @@ impl Engine {
             cancel: CancellationToken::new(),
         };
         // Approved calls never lost: run them now.
-        for call in self.open_calls(&inv.id)? {
-            if call.status == CallStatus::Approved {
-                self.dispatch(s, &mut turn, call).await?;
-            }
-        }
+        self.run_approved(s, &mut turn).await?;
         let open = self.open_calls(&inv.id)?;
         if !open.is_empty() {
             report

@@ -1,19 +1,19 @@
-//! The turn loop: a user message opens an invocation, and [`Engine::advance`] moves it on —
-//! running ready calls, suspending while any call is held, calling the model again otherwise —
-//! until the model answers without calling functions. Closing, cancelling and resuming a turn
-//! live here too, since every later act (a decision, a sign-in, an expiry) re-enters the loop
-//! through [`Engine::resume`].
+//! The turn loop: once a message has opened an invocation (see `message`),
+//! [`Engine::advance`] moves it on — running ready calls, suspending while any call is held,
+//! calling the model again otherwise — until the model answers without calling functions.
+//! Closing, cancelling and resuming a turn live here too, since every later act (a decision, a
+//! sign-in, an expiry) re-enters the loop through [`Engine::resume`].
 
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::model_call::ModelOutcome;
 use super::{
-    Engine, EngineError, SESSION_ENDED_VARIABLE, SessionCache, Turn, TurnOutcome, WaitingCalls,
-    lock, notice,
+    Engine, EngineError, SESSION_ENDED_VARIABLE, SessionCache, Turn, TurnOutcome, lock, notice,
 };
-use crate::content::{Content, ROLE_MODEL, ROLE_USER};
+use crate::content::{Content, ROLE_MODEL};
 use crate::event::{Event, EventActions};
+use crate::model::ModelError;
 use crate::persist::{
     ApprovalDecision, CallFilter, CallRecord, CallStatus, Commit, InvocationRecord,
     InvocationStatus, Verdict,
@@ -22,185 +22,6 @@ use crate::result::{ToolOutcome, ToolResult};
 use crate::state::StateMap;
 
 impl Engine {
-    /// Sends a user message: starts a turn and runs it until it completes or suspends.
-    ///
-    /// Approvals and sign-ins still waiting from earlier turns keep waiting: the model is told
-    /// they wait, and a later decision still runs them. To call them off instead, see
-    /// [`Engine::send_message_with`].
-    pub async fn send_message(
-        &self,
-        session_id: &str,
-        content: Content,
-    ) -> Result<TurnOutcome, EngineError> {
-        self.send_message_with(session_id, content, WaitingCalls::Keep)
-            .await
-    }
-
-    /// Sends a message to a detached agent (see [`Engine::set_detached_agents`]) instead of
-    /// the root: the turn is that agent's from its first step, with its model and its tools.
-    pub async fn send_message_as(
-        &self,
-        session_id: &str,
-        agent_name: &str,
-        content: Content,
-    ) -> Result<TurnOutcome, EngineError> {
-        if !self.is_detached(agent_name) {
-            return Err(EngineError::AgentNotFound(agent_name.to_owned()));
-        }
-        let token = self.start_running(session_id)?;
-        self.send_message_running(
-            session_id,
-            content,
-            WaitingCalls::Keep,
-            token,
-            Some(agent_name),
-        )
-        .await
-    }
-
-    /// [`Engine::send_message`], saying what becomes of the calls still waiting in the session:
-    /// kept, or cancelled by the user's choice ([`notice::CANCELLED_FOR_NEW_MESSAGE`]).
-    pub async fn send_message_with(
-        &self,
-        session_id: &str,
-        content: Content,
-        waiting: WaitingCalls,
-    ) -> Result<TurnOutcome, EngineError> {
-        let token = self.start_running(session_id)?;
-        self.send_message_running(session_id, content, waiting, token, None)
-            .await
-    }
-
-    pub(super) async fn send_message_running(
-        &self,
-        session_id: &str,
-        content: Content,
-        waiting: WaitingCalls,
-        cancel: CancellationToken,
-        agent_name: Option<&str>,
-    ) -> Result<TurnOutcome, EngineError> {
-        let mut guard = match self.lock_session(session_id).await {
-            Ok(guard) => guard,
-            Err(e) => {
-                self.stop_running(session_id);
-                return Err(e);
-            }
-        };
-        // Declared after the lock, so the turn stops running before the session is unlocked.
-        let _running = StopRunning(self, session_id);
-        let s = guard.cache();
-        if s.state.contains_key(SESSION_ENDED_VARIABLE) {
-            return Err(EngineError::SessionEnded(session_id.to_owned()));
-        }
-        for inv in self.open_invocations(&s.id)? {
-            // What the user already approved still happens.
-            let mut turn = Turn {
-                inv: inv.clone(),
-                temp: StateMap::new(),
-                cancel: CancellationToken::new(),
-            };
-            for call in self.open_calls(&inv.id)? {
-                if call.status == CallStatus::Approved {
-                    self.dispatch(s, &mut turn, call).await?;
-                }
-            }
-            // A turn still waiting for the user stays suspended unless the user called its calls
-            // off; one with nothing left waiting is closed, the new message takes over.
-            let waits = !self.open_calls(&inv.id)?.is_empty();
-            match (waits, waiting) {
-                (true, WaitingCalls::Keep) => {}
-                (true, WaitingCalls::Cancel) => self.close_invocation(
-                    s,
-                    inv,
-                    InvocationStatus::Cancelled,
-                    notice::CANCELLED_FOR_NEW_MESSAGE,
-                )?,
-                (false, _) => {
-                    self.close_invocation(s, inv, InvocationStatus::Superseded, notice::SUPERSEDED)?
-                }
-            }
-        }
-        let now = self.now();
-        let inv = InvocationRecord {
-            id: format!("inv_{}", uuid::Uuid::new_v4().simple()),
-            session_id: s.id.clone(),
-            agent_name: agent_name.map_or_else(|| self.root_name(), str::to_owned),
-            status: InvocationStatus::Running,
-            model_calls: 0,
-            started_at: now,
-            updated_at: now,
-        };
-        let mut user_event = Event::new(inv.id.clone(), crate::event::USER_AUTHOR);
-        user_event.timestamp = now;
-        user_event.content = Some(Content {
-            role: Some(ROLE_USER.to_owned()),
-            ..content
-        });
-        self.commit(
-            s,
-            Commit {
-                events: vec![user_event],
-                invocations: vec![inv.clone()],
-                ..Commit::default()
-            },
-        )?;
-        let mut turn = Turn {
-            inv,
-            temp: StateMap::new(),
-            cancel,
-        };
-        // before_agent: the first callback with content answers for the agent.
-        let node = self.node(&turn.inv.agent_name);
-        let callbacks = node.agent.callbacks.before_agent.clone();
-        let mut delta = StateMap::new();
-        let skip = if callbacks.is_empty() {
-            None
-        } else {
-            let mut ctx = self.callback_context(s, &turn);
-            let skip = callbacks.iter().find_map(|cb| cb(&mut ctx));
-            Self::absorb(&mut turn, &mut ctx, &mut delta);
-            skip
-        };
-        if let Some(content) = skip {
-            let mut event = self.agent_event(
-                &turn,
-                Some(Content {
-                    role: Some(ROLE_MODEL.to_owned()),
-                    ..content
-                }),
-            );
-            event.actions.state_delta = delta;
-            event.turn_complete = true;
-            // The agent did not run, so neither do its after_agent callbacks (as in ADK).
-            turn.inv.status = InvocationStatus::Completed;
-            turn.inv.updated_at = self.now();
-            self.commit(
-                s,
-                Commit {
-                    events: vec![event],
-                    invocations: vec![turn.inv.clone()],
-                    ..Commit::default()
-                },
-            )?;
-            return Ok(TurnOutcome {
-                invocation_id: turn.inv.id.clone(),
-                status: InvocationStatus::Completed,
-            });
-        }
-        if !delta.is_empty() {
-            let mut event = self.agent_event(&turn, None);
-            event.actions.state_delta = delta;
-            self.commit(
-                s,
-                Commit {
-                    events: vec![event],
-                    ..Commit::default()
-                },
-            )?;
-        }
-        self.advance(s, &mut turn).await
-    }
-
     /// The session's turns that are still open (suspended, or running when the process died).
     pub(super) fn open_invocations(
         &self,
@@ -364,23 +185,10 @@ impl Engine {
     ) -> Result<TurnOutcome, EngineError> {
         loop {
             if turn.cancel.is_cancelled() {
-                let inv = turn.inv.clone();
-                self.close_invocation(
-                    s,
-                    inv,
-                    InvocationStatus::Cancelled,
-                    notice::CANCELLED_BY_USER,
-                )?;
-                return Ok(TurnOutcome {
-                    invocation_id: turn.inv.id.clone(),
-                    status: InvocationStatus::Cancelled,
-                });
+                return self.close_cancelled(s, turn);
             }
-            for call in self.open_calls(&turn.inv.id)? {
-                if call.status == CallStatus::Approved {
-                    self.dispatch(s, turn, call).await?;
-                }
-            }
+            self.run_approved(s, turn).await?;
+            // A stop during those calls is honoured before anything else happens.
             if turn.cancel.is_cancelled() {
                 continue;
             }
@@ -392,64 +200,149 @@ impl Engine {
                 });
             }
             self.set_status(s, turn, InvocationStatus::Running)?;
-            // What the last step asked for: end, hand over, or go back to the parent.
-            match self.step_control(s, &turn.inv.id) {
-                StepControl::End => {
-                    return self.finish(s, turn, InvocationStatus::Completed, Vec::new());
-                }
-                StepControl::Transfer(target) if self.has_agent(&target) => {
-                    self.switch_agent(s, turn, target)?;
-                }
-                StepControl::Escalate => match self.node(&turn.inv.agent_name).parent.clone() {
-                    Some(parent) => self.switch_agent(s, turn, parent)?,
-                    None => return self.finish(s, turn, InvocationStatus::Completed, Vec::new()),
-                },
-                StepControl::Transfer(_) | StepControl::Continue => {}
+            if let Some(outcome) = self.follow_step_control(s, turn)? {
+                return Ok(outcome);
             }
             if turn.inv.model_calls >= self.inner.config.max_model_calls {
-                let mut event = self.agent_event(turn, None);
-                event.error_code = Some(notice::TOO_MANY_STEPS.to_owned());
-                event.error_message =
-                    Some(notice::too_many_steps(self.inner.config.max_model_calls));
-                event.turn_complete = true;
-                return self.finish(s, turn, InvocationStatus::Failed, vec![event]);
+                return self.stop_runaway(s, turn);
             }
             turn.inv.model_calls += 1;
-            let response = match self.call_model(s, turn).await {
+            let (response, delta) = match self.call_model(s, turn).await {
                 ModelOutcome::Response(response, delta) => (response, delta),
                 ModelOutcome::Cancelled(partial) => {
-                    // What was already written stays, marked as stopped; the loop then closes
-                    // the turn as cancelled.
-                    if let Some(content) = partial {
-                        let mut event = self.agent_event(turn, Some(content));
-                        event.interrupted = true;
-                        event.error_code = Some(notice::STOPPED_CODE.to_owned());
-                        self.commit(
-                            s,
-                            Commit {
-                                events: vec![event],
-                                ..Commit::default()
-                            },
-                        )?;
-                    }
+                    // The loop then closes the turn as cancelled.
+                    self.keep_stopped_text(s, turn, partial)?;
                     continue;
                 }
                 ModelOutcome::Failed(error, delta) => {
-                    let mut event = self.agent_event(turn, None);
-                    event.error_code = Some(error.code.clone());
-                    event.error_message = Some(error.message.clone());
-                    event.retry_after_ms = error.retry_after_ms;
-                    event.actions.state_delta = delta;
-                    event.turn_complete = true;
-                    return self.finish(s, turn, InvocationStatus::Failed, vec![event]);
+                    return self.fail_on_model_error(s, turn, &error, delta);
                 }
             };
-            let (response, delta) = response;
             if !self.register_step(s, turn, response, delta).await? {
                 let events = Vec::new();
                 return self.finish(s, turn, InvocationStatus::Completed, events);
             }
         }
+    }
+
+    /// Runs the turn's calls already approved. Every path into a turn starts here, so an
+    /// approval is never left unrun whoever picks the turn up (the loop, a new message, a
+    /// restart).
+    pub(super) async fn run_approved(
+        &self,
+        s: &mut SessionCache,
+        turn: &mut Turn,
+    ) -> Result<(), EngineError> {
+        for call in self.open_calls(&turn.inv.id)? {
+            if call.status == CallStatus::Approved {
+                self.dispatch(s, turn, call).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes a turn the user stopped; its held calls are answered as cancelled, never run.
+    fn close_cancelled(
+        &self,
+        s: &mut SessionCache,
+        turn: &Turn,
+    ) -> Result<TurnOutcome, EngineError> {
+        let inv = turn.inv.clone();
+        self.close_invocation(
+            s,
+            inv,
+            InvocationStatus::Cancelled,
+            notice::CANCELLED_BY_USER,
+        )?;
+        Ok(TurnOutcome {
+            invocation_id: turn.inv.id.clone(),
+            status: InvocationStatus::Cancelled,
+        })
+    }
+
+    /// Does what the last step asked for: end, hand over, or go back to the parent. Returns the
+    /// outcome when that ends the turn. A transfer to an agent that is gone (a swap removed it)
+    /// is ignored, so the current agent carries on rather than the turn failing.
+    fn follow_step_control(
+        &self,
+        s: &mut SessionCache,
+        turn: &mut Turn,
+    ) -> Result<Option<TurnOutcome>, EngineError> {
+        match self.step_control(s, &turn.inv.id) {
+            StepControl::End => {
+                return self
+                    .finish(s, turn, InvocationStatus::Completed, Vec::new())
+                    .map(Some);
+            }
+            StepControl::Transfer(target) if self.has_agent(&target) => {
+                self.switch_agent(s, turn, target)?;
+            }
+            StepControl::Escalate => match self.node(&turn.inv.agent_name).parent.clone() {
+                Some(parent) => self.switch_agent(s, turn, parent)?,
+                None => {
+                    return self
+                        .finish(s, turn, InvocationStatus::Completed, Vec::new())
+                        .map(Some);
+                }
+            },
+            StepControl::Transfer(_) | StepControl::Continue => {}
+        }
+        Ok(None)
+    }
+
+    /// Fails a turn that has used its model calls: a model looping on its own calls would
+    /// otherwise run (and cost) without end.
+    fn stop_runaway(
+        &self,
+        s: &mut SessionCache,
+        turn: &mut Turn,
+    ) -> Result<TurnOutcome, EngineError> {
+        let mut event = self.agent_event(turn, None);
+        event.error_code = Some(notice::TOO_MANY_STEPS.to_owned());
+        event.error_message = Some(notice::too_many_steps(self.inner.config.max_model_calls));
+        event.turn_complete = true;
+        self.finish(s, turn, InvocationStatus::Failed, vec![event])
+    }
+
+    /// Keeps what the model had already written when the user stopped it, marked as stopped, so
+    /// the conversation shows where it was cut off.
+    fn keep_stopped_text(
+        &self,
+        s: &mut SessionCache,
+        turn: &Turn,
+        partial: Option<Content>,
+    ) -> Result<(), EngineError> {
+        if let Some(content) = partial {
+            let mut event = self.agent_event(turn, Some(content));
+            event.interrupted = true;
+            event.error_code = Some(notice::STOPPED_CODE.to_owned());
+            self.commit(
+                s,
+                Commit {
+                    events: vec![event],
+                    ..Commit::default()
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Fails the turn with the model's error, keeping the state its callbacks changed and the
+    /// wait it asked for, so the user sees why and when to try again.
+    fn fail_on_model_error(
+        &self,
+        s: &mut SessionCache,
+        turn: &mut Turn,
+        error: &ModelError,
+        delta: StateMap,
+    ) -> Result<TurnOutcome, EngineError> {
+        let mut event = self.agent_event(turn, None);
+        event.error_code = Some(error.code.clone());
+        event.error_message = Some(error.message.clone());
+        event.retry_after_ms = error.retry_after_ms;
+        event.actions.state_delta = delta;
+        event.turn_complete = true;
+        self.finish(s, turn, InvocationStatus::Failed, vec![event])
     }
 
     /// Records a turn's new status, when it changed.
@@ -594,16 +487,5 @@ impl EndsSession for Event {
         self.actions
             .state_delta
             .contains_key(SESSION_ENDED_VARIABLE)
-    }
-}
-
-/// Marks the session's turn as no longer running when dropped: held while the session is locked,
-/// so a decision waiting for that lock finds the turn stopped and resumes it itself (a decision
-/// made the instant a call was held was otherwise left `Approved` and never run).
-struct StopRunning<'a>(&'a Engine, &'a str);
-
-impl Drop for StopRunning<'_> {
-    fn drop(&mut self) {
-        self.0.stop_running(self.1);
     }
 }
