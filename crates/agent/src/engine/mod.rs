@@ -14,11 +14,12 @@
 //!
 //! The code is split by concern: `session` (the in-memory session and the commit every change
 //! goes through), `message` (a new message opening a turn), `turn` (the loop), `model_call`,
-//! `gate` (classifying calls, rules), `decision`, `dispatch` (and its journal), `auth`
-//! (suspension for sign-in), `expiry` and `recovery`.
+//! `gate` (registering a response's calls, rules), `classify` (judging each call), `decision`,
+//! `dispatch` (and its journal), `auth` (suspension for sign-in), `expiry` and `recovery`.
 
 mod auth;
 pub mod autonomy;
+mod classify;
 mod decision;
 mod dispatch;
 mod expiry;
