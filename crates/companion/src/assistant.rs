@@ -13,13 +13,13 @@ use agent::{
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::core::{Companion, CompanionError};
-pub use crate::settings::assistant::{AssistantSettings, PythonFileSettings};
+use crate::app::{Companion, CompanionError};
 use crate::python::TEMPLATE;
 use crate::python::view::{
     AssistantInput, AssistantView, BuiltinToolView, CallbackTryView, PythonFileView, PythonRunView,
 };
 use crate::runtime::SYSTEM_INSTRUCTION;
+pub use crate::settings::assistant::{AssistantSettings, PythonFileSettings};
 use crate::view::{PreviewView, Text};
 
 /// The longest a file name may be, and what it may contain: a Python module's name.

@@ -7,7 +7,8 @@ use agent::engine::autonomy::{AUTONOMY_VARIABLE, MAX_TOUCHED_MS};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use crate::core::{Companion, CompanionError};
+use crate::context::Context;
+use crate::error::CompanionError;
 
 /// A conversation's mode, for the banner.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
@@ -45,26 +46,24 @@ pub enum AutonomyInput {
     ReadOnly,
 }
 
-impl Companion {
-    /// A conversation's mode as it stands now (a lapsed one reads as `ask`).
-    pub fn autonomy_of(&self, session_id: &str) -> Result<AutonomyView, CompanionError> {
-        let state = self.store().load_state(session_id)?;
-        Ok(Autonomy::from_value(state.get(AUTONOMY_VARIABLE), agent::now_millis()).into())
-    }
+/// A conversation's mode as it stands now (a lapsed one reads as `ask`).
+pub(crate) fn autonomy_of(ctx: &Context, session_id: &str) -> Result<AutonomyView, CompanionError> {
+    let state = ctx.store().load_state(session_id)?;
+    Ok(Autonomy::from_value(state.get(AUTONOMY_VARIABLE), agent::now_millis()).into())
+}
 
-    /// Sets a conversation's mode; the engine audits the change.
-    pub async fn set_autonomy(
-        &self,
-        session_id: &str,
-        mode: AutonomyInput,
-    ) -> Result<AutonomyView, CompanionError> {
-        let mode = match mode {
-            AutonomyInput::Ask => Autonomy::Ask,
-            AutonomyInput::AllowTouched => Autonomy::AllowTouched {
-                until: agent::now_millis() + MAX_TOUCHED_MS,
-            },
-            AutonomyInput::ReadOnly => Autonomy::ReadOnly,
-        };
-        Ok(self.engine().set_autonomy(session_id, mode).await?.into())
-    }
+/// Sets a conversation's mode; the engine audits the change.
+pub(crate) async fn set_autonomy(
+    ctx: &Context,
+    session_id: &str,
+    mode: AutonomyInput,
+) -> Result<AutonomyView, CompanionError> {
+    let mode = match mode {
+        AutonomyInput::Ask => Autonomy::Ask,
+        AutonomyInput::AllowTouched => Autonomy::AllowTouched {
+            until: agent::now_millis() + MAX_TOUCHED_MS,
+        },
+        AutonomyInput::ReadOnly => Autonomy::ReadOnly,
+    };
+    Ok(ctx.engine().set_autonomy(session_id, mode).await?.into())
 }

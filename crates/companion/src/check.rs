@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use ts_rs::TS;
 
-use crate::core::{APP_SECRET, Companion};
+use crate::app::{APP_SECRET, Companion};
 use crate::view::Text;
 
 /// How long each check may take.

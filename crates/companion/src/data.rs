@@ -13,7 +13,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use ts_rs::TS;
 
-use crate::core::{APP_SECRET, Companion, CompanionError};
+use crate::app::{APP_SECRET, Companion, CompanionError};
 use crate::paths::AppPaths;
 use crate::view::Text;
 

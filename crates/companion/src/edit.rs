@@ -7,7 +7,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use ts_rs::TS;
 
-use crate::core::{Companion, CompanionError};
+use crate::context::Context;
+use crate::error::CompanionError;
 use crate::view::{PreviewView, Text};
 
 /// What the edited arguments would do, or why they cannot be used.
@@ -21,33 +22,31 @@ pub struct EditCheckView {
     pub preview: Option<PreviewView>,
 }
 
-impl Companion {
-    /// Checks edited arguments for a held call and previews them; nothing is recorded.
-    pub async fn check_edit(
-        &self,
-        call_id: &str,
-        args: Map<String, Value>,
-    ) -> Result<EditCheckView, CompanionError> {
-        match self.engine().preview_edit(call_id, &args).await {
-            Ok(preview) => Ok(EditCheckView {
-                error: None,
-                raw_error: None,
-                preview: preview.as_ref().map(PreviewView::from),
-            }),
-            Err(agent::EngineError::InvalidArguments { message, .. }) => Ok(EditCheckView {
-                error: Some(Text::new(
-                    format!("修改后的参数不符合这个操作的要求：{message}"),
-                    format!("The edited arguments do not fit this action: {message}"),
-                )),
-                raw_error: Some(message),
-                preview: None,
-            }),
-            Err(agent::EngineError::EditRefused { reason, .. }) => Ok(EditCheckView {
-                raw_error: Some(reason.en.clone()),
-                error: Some(Text::new(reason.zh, reason.en)),
-                preview: None,
-            }),
-            Err(e) => Err(e.into()),
-        }
+/// Checks edited arguments for a held call and previews them; nothing is recorded.
+pub(crate) async fn check_edit(
+    ctx: &Context,
+    call_id: &str,
+    args: Map<String, Value>,
+) -> Result<EditCheckView, CompanionError> {
+    match ctx.engine().preview_edit(call_id, &args).await {
+        Ok(preview) => Ok(EditCheckView {
+            error: None,
+            raw_error: None,
+            preview: preview.as_ref().map(PreviewView::from),
+        }),
+        Err(agent::EngineError::InvalidArguments { message, .. }) => Ok(EditCheckView {
+            error: Some(Text::new(
+                format!("修改后的参数不符合这个操作的要求：{message}"),
+                format!("The edited arguments do not fit this action: {message}"),
+            )),
+            raw_error: Some(message),
+            preview: None,
+        }),
+        Err(agent::EngineError::EditRefused { reason, .. }) => Ok(EditCheckView {
+            raw_error: Some(reason.en.clone()),
+            error: Some(Text::new(reason.zh, reason.en)),
+            preview: None,
+        }),
+        Err(e) => Err(e.into()),
     }
 }

@@ -8,21 +8,23 @@
 //! waiting for the user: approvals, sign-ins, and writes whose outcome a crash made unknown.
 
 pub mod agents;
+mod app;
 mod apply;
 mod assistant;
 pub mod autonomy;
 pub mod check;
 pub mod connect;
-mod core;
+mod context;
 pub mod data;
+mod edit;
 mod error;
 mod events;
-mod edit;
 pub mod labels;
 pub mod mcp;
 mod model_items;
 mod model_list;
 pub mod notices;
+mod options;
 pub mod paths;
 pub mod person;
 pub mod python;
@@ -31,19 +33,19 @@ pub mod remote_approval;
 pub mod resources;
 pub mod runtime;
 pub mod settings;
+pub mod sign_in_help;
 pub mod sync;
 mod text;
-pub mod sign_in_help;
 mod ui_api;
 pub mod updates;
 pub mod user_error;
 pub mod view;
 mod waiting;
 
-pub use assistant::{AssistantSettings, PythonFileSettings};
-pub use core::{
+pub use app::{
     Companion, CompanionError, DEMO_APP_ID, Demo, OpenOptions, SignInStatus, SignInTicket, UiEvent,
 };
+pub use assistant::{AssistantSettings, PythonFileSettings};
 pub use paths::AppPaths;
 pub use resources::Resources;
 pub use runtime::Profile;

@@ -12,7 +12,8 @@ use std::collections::HashSet;
 use agent::EngineConfig;
 use serde::{Deserialize, Serialize};
 
-use crate::core::{Companion, CompanionError};
+use crate::context::Context;
+use crate::error::CompanionError;
 
 /// The vault entry holding the person of the real Feishu app; demo mode keeps its own, so the
 /// demo's 林晓 never owns the user's real conversations.
@@ -31,61 +32,59 @@ pub struct Person {
     pub name: String,
 }
 
-impl Companion {
-    /// The person the app last signed in as, whether or not the sign-in still holds.
-    pub fn person(&self) -> Result<Option<Person>, CompanionError> {
-        Ok(self.vault().get_json(self.person_entry())?)
-    }
+/// The person the app last signed in as, whether or not the sign-in still holds.
+pub(crate) fn person(ctx: &Context) -> Result<Option<Person>, CompanionError> {
+    Ok(ctx.vault().get_json(person_entry(ctx))?)
+}
 
-    fn person_entry(&self) -> &'static str {
-        if self.is_demo() { DEMO_PERSON } else { PERSON }
-    }
+fn person_entry(ctx: &Context) -> &'static str {
+    if ctx.is_demo() { DEMO_PERSON } else { PERSON }
+}
 
-    /// Records who just signed in. Returns the previous person when it was someone else: their
-    /// data is now kept apart.
-    pub(crate) fn remember_person(&self, person: Person) -> Result<Option<Person>, CompanionError> {
-        let previous = self.person()?;
-        if previous.as_ref() != Some(&person) {
-            self.vault().put_json(self.person_entry(), &person)?;
-        }
-        if previous.is_none() {
-            // The first person to sign in is the one who used the app before: what they wrote
-            // then is theirs, and a later, different person does not see it.
-            self.store().reassign_sessions(
-                &EngineConfig::default().app_name,
-                LOCAL,
-                &person.open_id,
-            )?;
-        }
-        Ok(previous.filter(|p| p.open_id != person.open_id))
+/// Records who just signed in. Returns the previous person when it was someone else: their
+/// data is now kept apart.
+pub(crate) fn remember_person(
+    ctx: &Context,
+    person: Person,
+) -> Result<Option<Person>, CompanionError> {
+    let previous = self::person(ctx)?;
+    if previous.as_ref() != Some(&person) {
+        ctx.vault().put_json(person_entry(ctx), &person)?;
     }
+    if previous.is_none() {
+        // The first person to sign in is the one who used the app before: what they wrote
+        // then is theirs, and a later, different person does not see it.
+        ctx.store()
+            .reassign_sessions(&EngineConfig::default().app_name, LOCAL, &person.open_id)?;
+    }
+    Ok(previous.filter(|p| p.open_id != person.open_id))
+}
 
-    /// The user id conversations are kept under now: the person's, or [`LOCAL`] before anyone
-    /// signed in. A damaged vault entry reads as no person rather than hiding everything.
-    pub(crate) fn owner_id(&self) -> String {
-        match self.person() {
-            Ok(Some(person)) => person.open_id,
-            Ok(None) => LOCAL.to_owned(),
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot read who the conversations belong to");
-                LOCAL.to_owned()
-            }
+/// The user id conversations are kept under now: the person's, or [`LOCAL`] before anyone
+/// signed in. A damaged vault entry reads as no person rather than hiding everything.
+pub(crate) fn owner_id(ctx: &Context) -> String {
+    match person(ctx) {
+        Ok(Some(person)) => person.open_id,
+        Ok(None) => LOCAL.to_owned(),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read who the conversations belong to");
+            LOCAL.to_owned()
         }
     }
+}
 
-    /// The conversations the person sees: theirs and those started before any sign-in.
-    pub(crate) fn owned_sessions(&self) -> Result<Vec<store::SessionMeta>, CompanionError> {
-        let app = EngineConfig::default().app_name;
-        let owner = self.owner_id();
-        let mut sessions = self.store().list_sessions(&app, &owner)?;
-        if owner != LOCAL {
-            sessions.extend(self.store().list_sessions(&app, LOCAL)?);
-        }
-        Ok(sessions)
+/// The conversations the person sees: theirs and those started before any sign-in.
+pub(crate) fn owned_sessions(ctx: &Context) -> Result<Vec<store::SessionMeta>, CompanionError> {
+    let app = EngineConfig::default().app_name;
+    let owner = owner_id(ctx);
+    let mut sessions = ctx.store().list_sessions(&app, &owner)?;
+    if owner != LOCAL {
+        sessions.extend(ctx.store().list_sessions(&app, LOCAL)?);
     }
+    Ok(sessions)
+}
 
-    /// The ids of [`Companion::owned_sessions`].
-    pub(crate) fn owned_session_ids(&self) -> Result<HashSet<String>, CompanionError> {
-        Ok(self.owned_sessions()?.into_iter().map(|s| s.id).collect())
-    }
+/// The ids of [`Companion::owned_sessions`].
+pub(crate) fn owned_session_ids(ctx: &Context) -> Result<HashSet<String>, CompanionError> {
+    Ok(owned_sessions(ctx)?.into_iter().map(|s| s.id).collect())
 }

@@ -25,9 +25,11 @@ use secrecy::SecretString;
 use store::Store;
 use store::vault::Vault;
 
-use crate::core::{APP_SECRET, CompanionError, DEMO_APP_ID, Demo, OpenOptions, lock};
+use crate::error::CompanionError;
+use crate::options::{APP_SECRET, DEMO_APP_ID, OpenOptions};
 use crate::paths::AppPaths;
 use crate::settings::Settings;
+use crate::sync::lock;
 
 pub(crate) const SYSTEM_INSTRUCTION: &str = "你是飞书助手（Feishu Companion），替用户查看日历、聊天、文档和任务，并在需要时提出写操作。\
 所有写操作都会先交给用户确认；被拒绝时尊重用户的理由。回答简洁，使用用户的语言。\n\
@@ -46,6 +48,15 @@ pub enum Profile {
         /// The App ID.
         app_id: String,
     },
+}
+
+/// The demo's stand-ins, running in-process.
+#[derive(Debug)]
+pub struct Demo {
+    /// The Feishu emulator.
+    pub feishu: FeishuEmulator,
+    /// The scripted model server.
+    pub model: ModelServer,
 }
 
 /// Everything built from the settings, replaced whole when they change.

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use agent::CallStatus;
 use agent::persist::CallFilter;
 
-use crate::core::{Companion, CompanionError, lock};
+use crate::app::{Companion, CompanionError, lock};
 use crate::settings::Settings;
 use crate::text::{cut, snake};
 use crate::view::{
@@ -48,10 +48,13 @@ impl Companion {
             key_notice: key_notice.filter(|_| !self.is_demo()),
             data_dir: self.paths().data_dir.display().to_string(),
             redirect_url: settings.feishu.redirect_url(),
-            person: self.person().ok().flatten().map(|p| PersonView {
-                name: p.name,
-                open_id: p.open_id,
-            }),
+            person: crate::person::person(self)
+                .ok()
+                .flatten()
+                .map(|p| PersonView {
+                    name: p.name,
+                    open_id: p.open_id,
+                }),
         }
     }
 
@@ -267,7 +270,7 @@ impl Companion {
             .collect();
         Ok(SettingsView {
             redirect_url: settings.feishu.redirect_url(),
-            app_secret_set: secrets.iter().any(|s| s == crate::core::APP_SECRET),
+            app_secret_set: secrets.iter().any(|s| s == crate::app::APP_SECRET),
             settings,
             presets,
             app_scopes: crate::labels::APP_SCOPES

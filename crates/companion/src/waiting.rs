@@ -5,31 +5,30 @@
 
 use agent::{Content, WaitingCalls};
 
-use crate::core::{Companion, CompanionError};
+use crate::context::Context;
+use crate::error::CompanionError;
 use crate::view::TurnView;
 
-impl Companion {
-    /// Sends a message; with `cancel_waiting` the approvals and sign-ins still waiting in the
-    /// conversation are called off first, otherwise they keep waiting.
-    pub async fn send_choosing(
-        &self,
-        session_id: &str,
-        text: &str,
-        cancel_waiting: bool,
-    ) -> Result<TurnView, CompanionError> {
-        let text = text.trim();
-        if text.is_empty() {
-            return Err(CompanionError::Other("the message is empty".to_owned()));
-        }
-        let waiting = if cancel_waiting {
-            WaitingCalls::Cancel
-        } else {
-            WaitingCalls::Keep
-        };
-        Ok(self
-            .engine()
-            .send_message_with(session_id, Content::user_text(text), waiting)
-            .await?
-            .into())
+/// Sends a message; with `cancel_waiting` the approvals and sign-ins still waiting in the
+/// conversation are called off first, otherwise they keep waiting.
+pub(crate) async fn send_choosing(
+    ctx: &Context,
+    session_id: &str,
+    text: &str,
+    cancel_waiting: bool,
+) -> Result<TurnView, CompanionError> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(CompanionError::Other("the message is empty".to_owned()));
     }
+    let waiting = if cancel_waiting {
+        WaitingCalls::Cancel
+    } else {
+        WaitingCalls::Keep
+    };
+    Ok(ctx
+        .engine()
+        .send_message_with(session_id, Content::user_text(text), waiting)
+        .await?
+        .into())
 }

@@ -6,7 +6,7 @@ use super::view::{
     AgentSetupView, AgentToolChoiceView, AgentToolsInput, ConnectedAgentView, ConnectedAgentsView,
     NewAgentView,
 };
-use crate::core::{Companion, CompanionError, lock};
+use crate::app::{Companion, CompanionError, lock};
 use crate::view::Text;
 
 /// The name clients know the server by (`mcp__feishu-companion__approve`).

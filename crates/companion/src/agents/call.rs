@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::tools::{APPROVE, REQUEST_APPROVAL, flatten_permission, updated_input};
-use crate::core::Companion;
+use crate::app::Companion;
 
 /// While a call waits, the client hears where it stands this often (and at every change).
 const REPORT_EVERY: Duration = Duration::from_secs(10);

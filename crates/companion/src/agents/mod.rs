@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 
 use agent::{AgentTool, LlmAgent};
 
-use crate::core::{Companion, CompanionError, lock};
+use crate::app::{Companion, CompanionError, lock};
 use registry::{AgentsFile, ClientRecord};
 
 pub use registry::requester_name;
@@ -120,7 +120,7 @@ impl Companion {
     /// Whose sessions connected agents' requests are kept in: the person's, set apart so they
     /// never crowd the conversation list.
     pub(crate) fn agents_user_id(&self) -> String {
-        format!("{}#agents", self.owner_id())
+        format!("{}#agents", crate::person::owner_id(self))
     }
 
     /// The tools a client can choose from: Feishu's built-in ones and the MCP servers' (the

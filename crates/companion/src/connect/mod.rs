@@ -16,7 +16,7 @@ pub mod view;
 
 use feishu::{Brand, DeviceFlowError, Endpoints, RegistrationClient};
 
-use crate::core::{APP_SECRET, Companion, CompanionError, SignInStatus, lock};
+use crate::app::{APP_SECRET, Companion, CompanionError, SignInStatus, lock};
 
 pub use status::{ConnectFailure, ConnectStatus, DeviceTicket};
 

@@ -3,11 +3,11 @@
 use mcp::config::{SecretKind, secret_name, secret_prefix, slug};
 use mcp::{ServerConfig, TransportConfig};
 
+use super::McpEvent;
 use super::view::{
     McpImportSourceView, McpImportView, McpSecretInput, McpServerInput, McpServerView,
 };
-use super::McpEvent;
-use crate::core::{Companion, CompanionError, UiEvent};
+use crate::app::{Companion, CompanionError, UiEvent};
 
 impl Companion {
     /// Every configured server with its state and tools.
@@ -216,7 +216,7 @@ impl Companion {
         // Its tools as listed now, for this turn's agent and the next start (the hub's event
         // does the same a moment later; this caller should not have to wait for it).
         self.mcp().save_catalogue();
-        self.apply_agent()?;
+        self.recompose()?;
         Ok(self.mcp().view(&config, self.vault()))
     }
 
@@ -254,7 +254,7 @@ impl Companion {
     /// The servers changed: the hub takes them, the agent is rebuilt, the page reads again.
     pub(crate) fn mcp_changed(&self) -> Result<(), CompanionError> {
         self.mcp().configure(self.vault());
-        self.apply_agent()?;
+        self.recompose()?;
         self.emit(UiEvent::Mcp(McpEvent::Servers));
         self.list_unknown_mcp_tools();
         Ok(())
@@ -338,7 +338,7 @@ impl Companion {
                 let ui = match event {
                     mcp::HubEvent::ToolsChanged { .. } => {
                         me.mcp().save_catalogue();
-                        if let Err(e) = me.apply_agent() {
+                        if let Err(e) = me.recompose() {
                             tracing::warn!(error = %e, "the agent was not rebuilt with the new MCP tools");
                         }
                         McpEvent::Servers

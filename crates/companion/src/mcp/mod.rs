@@ -22,7 +22,7 @@ use mcp::config::{SecretKind, secret_name};
 use mcp::{Hub, Resolved, ServerConfig, TransportConfig};
 use store::vault::Vault;
 
-use crate::core::{CompanionError, lock};
+use crate::app::{CompanionError, lock};
 use file::McpFile;
 use view::{McpServerView, McpToolView};
 

@@ -17,7 +17,7 @@ use mcp::oauth::{StoreError, TokenBlob, TokenStore};
 use mcp::{Credentials, McpOAuth};
 use store::vault::Vault;
 
-use crate::core::{Companion, CompanionError, SignInStatus, SignInTicket};
+use crate::app::{Companion, CompanionError, SignInStatus, SignInTicket};
 
 /// What a call held for a server's sign-in waits for.
 pub(crate) const SCOPE_PREFIX: &str = "mcp:";

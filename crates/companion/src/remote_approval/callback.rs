@@ -22,7 +22,7 @@ use agent::{CallStatus, Decision, DecisionSource, EngineError, EngineEvent};
 use serde_json::{Value, json};
 
 use super::card::{self, Action, Lang};
-use crate::core::{Companion, WeakCompanion};
+use crate::app::{Companion, WeakCompanion};
 use crate::view::CallView;
 
 /// How long the answer waits for the decision to be recorded.

@@ -7,8 +7,8 @@ use feishu::longconn::{LinkState, LongConnection, Options};
 use feishu::{AppCredentials, BotClient, Endpoints};
 use secrecy::SecretString;
 
+use crate::app::{APP_SECRET, Companion, CompanionError, DEMO_APP_ID, lock};
 use crate::check::CheckItemView;
-use crate::core::{APP_SECRET, Companion, CompanionError, DEMO_APP_ID, lock};
 use crate::view::Text;
 
 /// Feishu's code when the app has no bot capability.

@@ -23,7 +23,7 @@ mod link;
 pub mod summary;
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agent::CallStatus;
@@ -32,7 +32,7 @@ use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 use ts_rs::TS;
 
-use crate::core::{Companion, lock};
+use crate::app::{Companion, lock};
 use crate::view::CallView;
 
 /// Cards waiting for a decision in the chat at once.
@@ -41,7 +41,6 @@ pub const MAX_OPEN_CARDS: usize = 5;
 const TICK: Duration = Duration::from_secs(5);
 
 pub use crate::settings::remote::{MAX_AWAY_MINUTES, RemoteApprovalSettings, RemoteWhen};
-
 
 /// Where approving from Feishu stands, for Settings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
@@ -221,6 +220,19 @@ impl Companion {
         let weak = self.downgrade();
         let mut events = self.subscribe();
         let remote = self.remote();
+        // New settings and every sign-in wake it at once (the open_id, the on/off switch).
+        let on_settings = Arc::downgrade(&remote);
+        self.signals().settings_saved.subscribe(move |_| {
+            if let Some(remote) = on_settings.upgrade() {
+                remote.wake.notify_one();
+            }
+        });
+        let on_sign_in = Arc::downgrade(&remote);
+        self.signals().signed_in.subscribe(move |_| {
+            if let Some(remote) = on_sign_in.upgrade() {
+                remote.wake.notify_one();
+            }
+        });
         // Every call change wakes the loop.
         let waker = remote.clone();
         tokio::spawn(async move {
@@ -245,11 +257,6 @@ impl Companion {
                 }
             }
         });
-    }
-
-    /// Wakes the loop now (after a settings change, a sign-in).
-    pub(crate) fn wake_remote_approval(&self) {
-        self.remote().wake.notify_one();
     }
 
     /// One round: the connection as the settings want it, then every card as the app's calls

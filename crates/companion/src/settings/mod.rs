@@ -324,9 +324,7 @@ impl Settings {
         if !self.time_zone.is_empty() && jiff::tz::TimeZone::get(&self.time_zone).is_err() {
             return Err(refuse("time_zone", format!("{:?}", self.time_zone)));
         }
-        if !(1..=remote::MAX_AWAY_MINUTES)
-            .contains(&self.remote_approval.away_minutes)
-        {
+        if !(1..=remote::MAX_AWAY_MINUTES).contains(&self.remote_approval.away_minutes) {
             return Err(refuse(
                 "remote_approval.away_minutes",
                 self.remote_approval.away_minutes.to_string(),

@@ -16,7 +16,7 @@ pub(crate) mod problem;
 
 pub use problem::{SignInProblem, SignInProblemView, console_base};
 
-use crate::core::{Companion, SignInStatus};
+use crate::app::{Companion, SignInStatus};
 
 impl Companion {
     /// Feishu's authorize page refused the sign-in in progress with `code` (read off the page

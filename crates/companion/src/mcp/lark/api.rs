@@ -4,7 +4,7 @@
 use super::node::{LTS_MAJOR, NodeProblem};
 use super::setup::{self, Progress, VERSION};
 use super::{ID, reads};
-use crate::core::{Companion, CompanionError, UiEvent};
+use crate::app::{Companion, CompanionError, UiEvent};
 use crate::mcp::McpEvent;
 use crate::mcp::view::LarkMcpView;
 use crate::view::Text;
@@ -105,7 +105,7 @@ impl Companion {
                 tracing::info!(error = %e, "lark-mcp did not start");
             }
             self.mcp().save_catalogue();
-            self.apply_agent()?;
+            self.recompose()?;
             self.emit(UiEvent::Mcp(McpEvent::Servers));
         }
         Ok(())

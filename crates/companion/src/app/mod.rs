@@ -1,81 +1,37 @@
 //! The application core: opens everything, and offers one async function per user action.
 
+mod chat;
+mod settings;
+mod sign_in;
+
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 
 use agent::persist::AuditFilter;
 use agent::{CallRecord, Content, Decision, Engine, Event, Rule, TurnOutcome};
-use emulator::feishu::FeishuEmulator;
-use emulator::model_server::ModelServer;
 use feishu::listener::Answer;
-use feishu::{Account, LoopbackListener, TokenManager};
+use feishu::{Account, LoopbackListener};
 use store::Store;
 use store::vault::{OsKeychain, Vault, fallback_chain};
 use tokio::sync::broadcast;
 
-use crate::paths::AppPaths;
-use crate::runtime::{self, Kept, Runtime};
-use crate::settings::Settings;
+use crate::context::{Context, Parts, Wiring};
 pub use crate::error::CompanionError;
 pub use crate::events::{SignInStatus, SignInTicket, UiEvent};
+pub use crate::options::{APP_SECRET, DEMO_APP_ID, OpenOptions, PEOPLE_NAMES_SCOPE};
+use crate::paths::AppPaths;
+pub use crate::runtime::Demo;
+use crate::runtime::{self, Kept, Runtime};
+use crate::settings::Settings;
 pub(crate) use crate::sync::lock;
-use crate::sync::read as lock_read;
 
-/// The vault entry of the Feishu App Secret.
-pub const APP_SECRET: &str = "feishu.app_secret";
+/// The "Connect my Feishu" in progress, and its code.
+type ConnectSlot = Mutex<Option<(tokio::task::JoinHandle<()>, crate::connect::DeviceTicket)>>;
 
-/// Requested with every sign-in, so approval cards can name the people a write involves.
-pub const PEOPLE_NAMES_SCOPE: &str = "contact:contact.base:readonly";
-
-/// The demo app's id in the emulator.
-pub const DEMO_APP_ID: &str = "cli_demo_companion";
-
-/// How to open the app.
-#[derive(Debug, Clone, Default)]
-pub struct OpenOptions {
-    /// Use this master-key source instead of the OS keychain (tests).
-    pub memory_keys: bool,
-    /// Force demo mode even when Feishu and a model are configured.
-    pub force_demo: bool,
-    /// Where the user's own Feishu app is served, instead of the brand's hosts (tests, and a
-    /// local emulator standing in for a real tenant).
-    pub feishu_base_url: Option<String>,
-    /// The shell's folder of packaged resources (Tauri's resource folder), where an installed
-    /// app finds the Python sandbox's component (see [`crate::resources`]).
-    pub resource_dir: Option<std::path::PathBuf>,
-    /// Keep the compiled Python sandbox here instead of the data folder (tests share one).
-    pub python_cache_dir: Option<std::path::PathBuf>,
-    /// Serve connected agents on this port instead of the registry's (`Some(0)`: any free
-    /// port; tests).
-    pub agents_port: Option<u16>,
-}
-
-/// The demo's stand-ins, running in-process.
-#[derive(Debug)]
-pub struct Demo {
-    /// The Feishu emulator.
-    pub feishu: FeishuEmulator,
-    /// The scripted model server.
-    pub model: ModelServer,
-}
-
-struct Inner {
-    paths: AppPaths,
-    options: OpenOptions,
-    settings: RwLock<Settings>,
-    /// The real data and the vault.
-    main_store: Arc<Store>,
-    vault: Arc<Vault>,
-    /// What the settings built (see [`crate::runtime`]); replaced whole when they change.
-    runtime: RwLock<Arc<Runtime>>,
-    kept: Mutex<Kept>,
-    /// One rebuild at a time.
-    rebuilding: tokio::sync::Mutex<()>,
-    events: broadcast::Sender<UiEvent>,
-    sign_in: Mutex<Option<tokio::task::JoinHandle<()>>>,
-    /// The "Connect my Feishu" in progress, and its code.
-    connect: Mutex<Option<(tokio::task::JoinHandle<()>, crate::connect::DeviceTicket)>>,
-    titles: Mutex<std::collections::HashMap<String, String>>,
+/// The app, without its window: everything the UI, the tests and a CLI drive.
+#[derive(Clone)]
+pub struct Companion {
+    ctx: Context,
     /// The user's Python files, loaded into the sandbox (see [`crate::python`]); they outlive
     /// runtime rebuilds.
     python: Arc<crate::python::PythonTools>,
@@ -87,18 +43,21 @@ struct Inner {
     mcp: Arc<crate::mcp::McpServers>,
     /// The user's other agents asking over MCP (see [`crate::agents`]).
     agents: Arc<crate::agents::ConnectedAgents>,
+    /// The "Connect my Feishu" in progress, and its code.
+    connect: Arc<ConnectSlot>,
 }
 
-/// The app, without its window: everything the UI, the tests and a CLI drive.
-#[derive(Clone)]
-pub struct Companion {
-    inner: Arc<Inner>,
+impl std::ops::Deref for Companion {
+    type Target = Context;
+    fn deref(&self) -> &Context {
+        &self.ctx
+    }
 }
 
 impl std::fmt::Debug for Companion {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Companion")
-            .field("paths", &self.inner.paths)
+            .field("paths", self.ctx.paths())
             .field("profile", &self.runtime().profile)
             .finish_non_exhaustive()
     }
@@ -107,12 +66,28 @@ impl std::fmt::Debug for Companion {
 /// A handle on the app that does not keep it alive: for what the app itself owns and that
 /// calls back into it (the Python folder's watcher).
 #[derive(Clone)]
-pub(crate) struct WeakCompanion(std::sync::Weak<Inner>);
+pub(crate) struct WeakCompanion {
+    ctx: crate::context::WeakContext,
+    python: std::sync::Weak<crate::python::PythonTools>,
+    python_host: std::sync::Weak<crate::python::host::AppHost>,
+    remote: std::sync::Weak<crate::remote_approval::Remote>,
+    mcp: std::sync::Weak<crate::mcp::McpServers>,
+    agents: std::sync::Weak<crate::agents::ConnectedAgents>,
+    connect: std::sync::Weak<ConnectSlot>,
+}
 
 impl WeakCompanion {
     /// The app, unless it has closed.
     pub(crate) fn upgrade(&self) -> Option<Companion> {
-        self.0.upgrade().map(|inner| Companion { inner })
+        Some(Companion {
+            ctx: self.ctx.upgrade()?,
+            python: self.python.upgrade()?,
+            python_host: self.python_host.upgrade()?,
+            remote: self.remote.upgrade()?,
+            mcp: self.mcp.upgrade()?,
+            agents: self.agents.upgrade()?,
+            connect: self.connect.upgrade()?,
+        })
     }
 }
 
@@ -154,29 +129,29 @@ impl Companion {
         )
         .await?;
         python_host.attach(&runtime);
-        let (events, _) = broadcast::channel(4096);
+        let ctx = Context::new(Parts {
+            paths,
+            options,
+            settings,
+            main_store: store,
+            vault,
+            runtime: runtime.clone(),
+            kept: kept
+                .into_inner()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        });
         let companion = Companion {
-            inner: Arc::new(Inner {
-                paths,
-                options,
-                settings: RwLock::new(settings),
-                main_store: store,
-                vault,
-                runtime: RwLock::new(runtime.clone()),
-                kept,
-                rebuilding: tokio::sync::Mutex::new(()),
-                events,
-                sign_in: Mutex::new(None),
-                connect: Mutex::new(None),
-                titles: Mutex::default(),
-                python,
-                python_host,
-                remote: Arc::default(),
-                mcp,
-                agents,
-            }),
+            ctx,
+            python,
+            python_host,
+            remote: Arc::default(),
+            mcp,
+            agents,
+            connect: Arc::default(),
         };
-        companion.forward_engine_events(&runtime.engine);
+        companion
+            .ctx
+            .set_wiring(Arc::new(AppWiring(companion.downgrade())));
         companion.apply_connected_agents()?;
         companion.recover(&runtime).await?;
         if runtime.demo.is_some() {
@@ -192,157 +167,83 @@ impl Companion {
         companion.list_unknown_mcp_tools();
         companion.forward_mcp_questions();
         companion
-            .start_agent_server(companion.inner.options.agents_port)
+            .start_agent_server(companion.options().agents_port)
             .await;
         Ok(companion)
     }
 
-    /// Recovers the runtime's database, once per process.
-    async fn recover(&self, runtime: &Runtime) -> Result<(), CompanionError> {
-        let database = match runtime.profile {
-            runtime::Profile::Demo => runtime::demo_database(&self.inner.paths),
-            runtime::Profile::Real { .. } => self.inner.paths.database(),
-        };
-        runtime::recover_once(runtime, &database, &self.inner.kept).await
-    }
-
-    /// What the settings built now.
-    pub(crate) fn runtime(&self) -> Arc<Runtime> {
-        lock_read(&self.inner.runtime).clone()
-    }
-
-    /// Rebuilds what depends on the settings and the secrets, and switches to it: new calls use
-    /// the new engine, while turns already running finish on the old one. A sign-in in
-    /// progress is cancelled when the Feishu side changed, since it was for the old app.
-    pub(crate) async fn rebuild(&self) -> Result<(), CompanionError> {
-        let _one = self.inner.rebuilding.lock().await;
-        let settings = self.settings();
-        let fresh = runtime::build(
-            &self.inner.paths,
-            &settings,
-            &self.inner.options,
-            &self.inner.vault,
-            &self.inner.main_store,
-            &self.inner.kept,
-            runtime::Extensions {
-                python: &self.inner.python,
-                mcp: &self.inner.mcp,
-            },
-        )
-        .await?;
-        let old = self.runtime();
-        if old.profile != fresh.profile
-            || old.tokens.oauth().endpoints() != fresh.tokens.oauth().endpoints()
-        {
-            self.stop_sign_in().await;
-            lock(&self.inner.titles).clear();
+    /// A handle that does not keep the app alive.
+    pub(crate) fn downgrade(&self) -> WeakCompanion {
+        WeakCompanion {
+            ctx: self.ctx.downgrade(),
+            python: Arc::downgrade(&self.python),
+            python_host: Arc::downgrade(&self.python_host),
+            remote: Arc::downgrade(&self.remote),
+            mcp: Arc::downgrade(&self.mcp),
+            agents: Arc::downgrade(&self.agents),
+            connect: Arc::downgrade(&self.connect),
         }
-        self.forward_engine_events(&fresh.engine);
-        self.recover(&fresh).await?;
-        self.inner.python_host.attach(&fresh);
-        *self
-            .inner
-            .runtime
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = fresh.clone();
-        // The new engine knows no connected agent yet.
-        self.apply_connected_agents()?;
-        tracing::info!(profile = ?fresh.profile, "settings applied");
-        Ok(())
+    }
+
+    /// Rebuilds what depends on the settings (see [`Context::rebuild`]).
+    pub(crate) async fn rebuild(&self) -> Result<(), CompanionError> {
+        self.ctx.rebuild().await
     }
 
     /// Which data the app works on now: the demo's or the user's own Feishu app's.
     pub fn profile(&self) -> runtime::Profile {
-        self.runtime().profile.clone()
-    }
-
-    fn forward_engine_events(&self, engine: &Engine) {
-        let mut from_engine = engine.subscribe();
-        let to_ui = self.inner.events.clone();
-        tokio::spawn(async move {
-            loop {
-                match from_engine.recv().await {
-                    Ok(event) => {
-                        let _ = to_ui.send(UiEvent::Engine(Box::new(event)));
-                    }
-                    Err(broadcast::error::RecvError::Lagged(n)) => {
-                        tracing::warn!(n, "the UI missed engine events")
-                    }
-                    Err(broadcast::error::RecvError::Closed) => return,
-                }
-            }
-        });
+        self.ctx.profile()
     }
 
     /// Every event for the UI from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<UiEvent> {
-        self.inner.events.subscribe()
+        self.ctx.subscribe()
     }
 
     /// The app's folders.
     pub fn paths(&self) -> &AppPaths {
-        &self.inner.paths
+        self.ctx.paths()
     }
 
     /// The engine now (for the application core's own modules and tests).
     pub fn engine(&self) -> Engine {
-        self.runtime().engine.clone()
-    }
-
-    /// A handle that does not keep the app alive.
-    pub(crate) fn downgrade(&self) -> WeakCompanion {
-        WeakCompanion(Arc::downgrade(&self.inner))
+        self.ctx.engine()
     }
 
     /// The user's Python (for the application core's own modules).
     pub(crate) fn python(&self) -> &Arc<crate::python::PythonTools> {
-        &self.inner.python
+        &self.python
     }
 
     /// The user's MCP servers (for the application core's own modules).
     pub(crate) fn mcp(&self) -> &Arc<crate::mcp::McpServers> {
-        &self.inner.mcp
+        &self.mcp
     }
 
     /// The connected agents (see [`crate::agents`]).
     pub(crate) fn agent_registry(&self) -> &Arc<crate::agents::ConnectedAgents> {
-        &self.inner.agents
+        &self.agents
     }
 
     /// What Python code reaches outside the sandbox.
     pub(crate) fn python_host(&self) -> Arc<dyn pysandbox::Host> {
-        self.inner.python_host.clone()
-    }
-
-    /// Conversation titles already worked out, by session id.
-    pub(crate) fn titles(&self) -> &Mutex<std::collections::HashMap<String, String>> {
-        &self.inner.titles
+        self.python_host.clone()
     }
 
     /// Whether the app runs on the built-in emulator and scripted model.
     pub fn is_demo(&self) -> bool {
-        self.runtime().demo.is_some()
+        self.ctx.is_demo()
     }
 
     /// The demo's stand-ins, in demo mode.
     pub fn demo(&self) -> Option<Arc<Demo>> {
-        self.runtime().demo.clone()
+        self.ctx.demo()
     }
 
     /// The user id sessions are kept under: the person last signed in (whether or not the
     /// sign-in still holds), or `local` before any sign-in.
     async fn user_id(&self) -> String {
-        self.owner_id()
-    }
-
-    /// The vault (for the application core's own modules).
-    pub(crate) fn vault(&self) -> &Vault {
-        &self.inner.vault
-    }
-
-    /// The database the conversations live in now (for the application core's own modules).
-    pub(crate) fn store(&self) -> Arc<Store> {
-        self.runtime().store.clone()
+        crate::person::owner_id(self)
     }
 
     /// Starts a new conversation.
@@ -353,7 +254,7 @@ impl Companion {
 
     /// The person's conversations (see [`crate::person`]).
     pub async fn list_sessions(&self) -> Result<Vec<store::SessionMeta>, CompanionError> {
-        self.owned_sessions()
+        crate::person::owned_sessions(self)
     }
 
     /// A conversation's stored events.
@@ -416,7 +317,7 @@ impl Companion {
     pub(crate) fn users_calls(
         &self,
     ) -> Result<impl Fn(&CallRecord) -> bool + use<>, CompanionError> {
-        let owned = self.owned_session_ids()?;
+        let owned = crate::person::owned_session_ids(self)?;
         let agents: BTreeSet<String> = self
             .agent_registry()
             .snapshot()
@@ -470,11 +371,7 @@ impl Companion {
         let wanted: Vec<String> = wanted.into_iter().collect();
         // A sign-in already waiting holds the redirect port until its task has really ended;
         // aborting only asks for that, so wait for it before binding the port again.
-        let previous = lock(&self.inner.sign_in).take();
-        if let Some(task) = previous {
-            task.abort();
-            let _ = task.await;
-        }
+        self.stop_sign_in().await;
         if self.settings().feishu.uses_device_flow() {
             let ticket = self.begin_device_sign_in(wanted).await?;
             return Ok(SignInTicket {
@@ -483,7 +380,7 @@ impl Companion {
                 device: Some(ticket),
             });
         }
-        let port = lock_read(&self.inner.settings).feishu.redirect_port;
+        let port = self.settings().feishu.redirect_port;
         let listener = LoopbackListener::bind(port)
             .await
             .map_err(feishu::SignInError::from)?;
@@ -562,10 +459,13 @@ impl Companion {
     pub(crate) async fn after_sign_in(&self, account: Account) -> SignInStatus {
         // Remembered before the held calls run again, so what they add is the person's.
         let switched_from = match &account.user {
-            Some(user) => match self.remember_person(crate::person::Person {
-                open_id: user.open_id.clone(),
-                name: user.name.clone(),
-            }) {
+            Some(user) => match crate::person::remember_person(
+                self,
+                crate::person::Person {
+                    open_id: user.open_id.clone(),
+                    name: user.name.clone(),
+                },
+            ) {
                 Ok(previous) => previous.map(|p| p.name),
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot remember who signed in");
@@ -574,7 +474,7 @@ impl Companion {
             },
             None => None,
         };
-        self.wake_remote_approval();
+        self.signals().signed_in.emit(&account);
         if let Err(e) = self.engine().auth_completed(&account.scopes).await {
             tracing::warn!(error = %e, "resuming calls after sign-in failed");
         }
@@ -591,72 +491,36 @@ impl Companion {
 
     /// Approving from Feishu (for its own module).
     pub(crate) fn remote(&self) -> Arc<crate::remote_approval::Remote> {
-        self.inner.remote.clone()
+        self.remote.clone()
     }
 
     /// Asks the window to show a call ("Open in app" on its card in Feishu).
     pub(crate) fn emit_open_call(&self, call_id: &str) {
-        let _ = self.inner.events.send(UiEvent::OpenCall {
+        self.emit(UiEvent::OpenCall {
             call_id: call_id.to_owned(),
         });
     }
 
     /// Asks the window to show the inbox ("Open in app" on the summary card in Feishu).
     pub(crate) fn emit_open_inbox(&self) {
-        let _ = self.inner.events.send(UiEvent::OpenInbox);
+        self.emit(UiEvent::OpenInbox);
     }
 
     /// Tells the UI which calls' cards wait in Feishu now.
     pub(crate) fn emit_remote_cards(&self, call_ids: Vec<String>) {
-        let _ = self.inner.events.send(UiEvent::RemoteCards { call_ids });
-    }
-
-    /// Tells the UI where a sign-in stands.
-    pub(crate) fn announce(&self, status: SignInStatus) {
-        self.emit(UiEvent::SignIn(status));
-    }
-
-    /// Tells the UI anything.
-    pub(crate) fn emit(&self, event: UiEvent) {
-        let _ = self.inner.events.send(event);
-    }
-
-    /// The sign-in in progress (its task ends the listener or the polling when aborted).
-    pub(crate) fn set_sign_in_task(&self, task: tokio::task::JoinHandle<()>) {
-        *lock(&self.inner.sign_in) = Some(task);
+        self.emit(UiEvent::RemoteCards { call_ids });
     }
 
     /// The "Connect my Feishu" in progress (see [`crate::connect`]).
     pub(crate) fn connect_slot(
         &self,
     ) -> &Mutex<Option<(tokio::task::JoinHandle<()>, crate::connect::DeviceTicket)>> {
-        &self.inner.connect
-    }
-
-    /// The stand-in Feishu the user's own app is pointed at, if any (tests).
-    pub(crate) fn feishu_base_override(&self) -> Option<String> {
-        self.inner.options.feishu_base_url.clone()
-    }
-
-    /// The App ID sign-ins use (the demo app's in demo mode).
-    pub(crate) fn feishu_app_id(&self) -> String {
-        self.runtime().tokens.oauth().app_id().to_owned()
+        &self.connect
     }
 
     /// Stops a sign-in in progress (the listener closes and frees the port).
     pub fn cancel_sign_in(&self) {
-        if let Some(task) = lock(&self.inner.sign_in).take() {
-            task.abort();
-        }
-    }
-
-    /// Stops a sign-in in progress and waits until its listener has freed the port.
-    pub(crate) async fn stop_sign_in(&self) {
-        let task = lock(&self.inner.sign_in).take();
-        if let Some(task) = task {
-            task.abort();
-            let _ = task.await;
-        }
+        self.ctx.cancel_sign_in()
     }
 
     /// The user declined to sign in for a call: the model is told it was cancelled.
@@ -671,102 +535,79 @@ impl Companion {
 
     /// The current settings.
     pub fn settings(&self) -> Settings {
-        lock_read(&self.inner.settings).clone()
+        self.ctx.settings()
     }
 
     /// Saves new settings; the answer says whether what the settings build must be rebuilt
     /// ([`Companion::apply_settings`] does both).
     pub fn update_settings(&self, settings: Settings) -> Result<bool, CompanionError> {
-        settings.save(&self.inner.paths.settings_file())?;
-        let mut current = self
-            .inner
-            .settings
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let rebuild = runtime::needs_rebuild(&current, &settings);
-        *current = settings;
-        drop(current);
-        self.wake_remote_approval();
-        Ok(rebuild)
+        self.ctx.update_settings(settings)
     }
 
     /// Stores the Feishu App Secret in the vault (never in the settings file).
     pub fn set_app_secret(&self, secret: &str) -> Result<(), CompanionError> {
-        Ok(self.inner.vault.put(APP_SECRET, secret.trim().as_bytes())?)
+        self.ctx.set_app_secret(secret)
     }
 
     /// Stores a model preset's API key in the vault.
     pub fn set_model_key(&self, preset: &str, key: &str) -> Result<(), CompanionError> {
-        let name = llm::preset(preset)
-            .and_then(|p| p.key_name)
-            .ok_or_else(|| {
-                CompanionError::Other(format!("the preset {preset:?} takes no API key"))
-            })?;
-        Ok(self.inner.vault.put(name, key.trim().as_bytes())?)
-    }
-
-    /// A secret from the vault, for the core's own checks (never for the UI).
-    pub(crate) fn vault_secret(&self, name: &str) -> Option<String> {
-        self.inner
-            .vault
-            .get(name)
-            .ok()
-            .flatten()
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-    }
-
-    /// The Open API base of the user's own Feishu app (not the demo's emulator).
-    pub(crate) fn feishu_base_url(&self, brand: feishu::Brand) -> String {
-        match &self.inner.options.feishu_base_url {
-            Some(base) => base.trim_end_matches('/').to_owned(),
-            None => feishu::Endpoints::for_brand(brand)
-                .open
-                .as_str()
-                .trim_end_matches('/')
-                .to_owned(),
-        }
-    }
-
-    /// Whether a sign-in is waiting on the redirect port.
-    pub(crate) fn sign_in_waiting(&self) -> bool {
-        lock(&self.inner.sign_in)
-            .as_ref()
-            .is_some_and(|task| !task.is_finished())
+        self.ctx.set_model_key(preset, key)
     }
 
     /// Which secrets are set and readable, without their values (one that cannot be read is
     /// asked for again).
     pub fn secrets_present(&self) -> Result<Vec<String>, CompanionError> {
-        let unreadable = self.inner.vault.health()?.unreadable;
-        let mut names = self.inner.vault.names()?;
-        names.retain(|n| !unreadable.iter().any(|u| &u.name == n));
-        Ok(names)
-    }
-
-    /// The token manager of the running profile (for the application core's own modules).
-    pub(crate) fn tokens(&self) -> Arc<TokenManager> {
-        self.runtime().tokens.clone()
-    }
-
-    /// The main database, whose check Settings shows (for the application core's own modules).
-    pub(crate) fn main_store(&self) -> &Arc<Store> {
-        &self.inner.main_store
-    }
-
-    /// A secret's value, for the core's own requests (never for the UI).
-    pub(crate) fn secret(&self, name: &str) -> Result<Option<String>, CompanionError> {
-        Ok(self
-            .inner
-            .vault
-            .get(name)?
-            .map(|b| String::from_utf8_lossy(&b).into_owned()))
+        self.ctx.secrets_present()
     }
 
     /// How the master key is kept, and a warning if it fell back to a key file.
     pub fn key_source(&self) -> (String, Option<String>) {
-        (
-            self.inner.vault.key_source(),
-            self.inner.vault.key_notice().map(|n| n.to_string()),
+        self.ctx.key_source()
+    }
+}
+
+/// What rebuilds call above the context: the features' tools and what hangs on the engine.
+struct AppWiring(WeakCompanion);
+
+#[async_trait::async_trait]
+impl Wiring for AppWiring {
+    async fn build(
+        &self,
+        ctx: &Context,
+        settings: &Settings,
+    ) -> Result<Arc<Runtime>, CompanionError> {
+        let app = self
+            .0
+            .upgrade()
+            .ok_or_else(|| CompanionError::Other("the app has closed".to_owned()))?;
+        runtime::build(
+            ctx.paths(),
+            settings,
+            ctx.options(),
+            ctx.vault(),
+            ctx.main_store(),
+            ctx.kept(),
+            runtime::Extensions {
+                python: &app.python,
+                mcp: &app.mcp,
+            },
         )
+        .await
+    }
+
+    fn installed(&self, _ctx: &Context, runtime: &Arc<Runtime>) -> Result<(), CompanionError> {
+        let Some(app) = self.0.upgrade() else {
+            return Ok(());
+        };
+        app.python_host.attach(runtime);
+        // The new engine knows no connected agent yet.
+        app.apply_connected_agents()
+    }
+
+    fn compose(&self, _ctx: &Context) -> Result<(), CompanionError> {
+        match self.0.upgrade() {
+            Some(app) => app.apply_agent(),
+            None => Ok(()),
+        }
     }
 }
