@@ -435,131 +435,114 @@ impl PythonTools {
 /// A load error, worded in both languages, with its line; the file by its name in `dir`.
 fn failure_of(dir: &Path, error: &LoadError) -> (String, LoadFailure) {
     match error {
-        LoadError::Python { file, error } => {
-            let line = error.python().and_then(|e| e.line);
-            let traceback = error.detail();
-            let what = match error {
-                SandboxError::Python(e) => {
-                    let message = if e.message.is_empty() {
-                        e.type_name.clone()
-                    } else {
-                        format!("{}: {}", e.type_name, e.message)
-                    };
-                    (message.clone(), message)
-                }
-                SandboxError::Deadline { limit, .. } => (
-                    format!("加载超时（超过 {} 秒）", limit.as_secs()),
-                    format!("loading ran past its {} s deadline", limit.as_secs()),
-                ),
-                other => (other.to_string(), other.to_string()),
-            };
-            let (zh, en) = match line {
-                Some(line) => (
-                    format!("{file} 第 {line} 行：{}", what.0),
-                    format!("{file}, line {line}: {}", what.1),
-                ),
-                None => (format!("{file}：{}", what.0), format!("{file}: {}", what.1)),
-            };
-            (
-                file.clone(),
-                LoadFailure {
-                    zh,
-                    en,
-                    line,
-                    traceback,
-                },
-            )
-        }
-        LoadError::NothingDeclared { file, functions } => {
-            let stem = file.strip_suffix(".py").unwrap_or(file);
-            let mut zh = format!(
-                "{file} 没有声明任何工具或回调：工具是与文件同名的函数（def {stem}(...)）或标了 @tool 的函数；回调须命名为 before_model_callback 等"
-            );
-            if !functions.is_empty() {
-                zh.push_str(&format!(
-                    "。文件中有 {}：在希望助手调用的函数上一行加 @tool",
-                    functions.join("、")
-                ));
-            }
-            (
-                file.clone(),
-                LoadFailure {
-                    zh,
-                    en: error.to_string(),
-                    line: None,
-                    traceback: String::new(),
-                },
-            )
-        }
+        LoadError::Python { file, error } => (file.clone(), python_failure(file, error)),
+        LoadError::NothingDeclared { file, functions } => (
+            file.clone(),
+            refused_file(nothing_declared_zh(file, functions), error),
+        ),
         LoadError::DuplicateTool { file, tool, first } => (
             file.clone(),
-            LoadFailure {
-                zh: format!("{file}：工具 {tool} 已在 {first} 中定义"),
-                en: error.to_string(),
-                line: None,
-                traceback: String::new(),
-            },
+            refused_file(format!("{file}：工具 {tool} 已在 {first} 中定义"), error),
         ),
         LoadError::Read { path, source } => {
-            // Its path in the folder, as the folder's files are named (`a/b/python_code.py`).
-            let file = path
-                .strip_prefix(dir)
-                .unwrap_or(path)
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect::<Vec<_>>()
-                .join("/");
-            (
-                file.clone(),
-                LoadFailure {
-                    zh: format!("无法读取 {file}：{source}"),
-                    en: error.to_string(),
-                    line: None,
-                    traceback: String::new(),
-                },
-            )
+            let file = name_in_folder(dir, path);
+            let zh = format!("无法读取 {file}：{source}");
+            (file, refused_file(zh, error))
         }
         LoadError::Declaration { file, message } => (
             file.clone(),
-            LoadFailure {
-                zh: format!("{file} 未加载：{message}"),
-                en: error.to_string(),
-                line: None,
-                traceback: String::new(),
-            },
+            refused_file(format!("{file} 未加载：{message}"), error),
         ),
         LoadError::SubAgent { file, agent, root } => (
             file.clone(),
-            LoadFailure {
-                zh: format!(
-                    "{file} 是子代理 {agent} 的回调；本应用只运行根代理（{root}），因此未加载"
-                ),
-                en: error.to_string(),
-                line: None,
-                traceback: String::new(),
-            },
+            refused_file(
+                format!("{file} 是子代理 {agent} 的回调；本应用只运行根代理（{root}），因此未加载"),
+                error,
+            ),
         ),
         LoadError::ReadDir { .. } => (
             String::new(),
-            LoadFailure {
-                zh: format!("无法读取文件夹：{error}"),
-                en: error.to_string(),
-                line: None,
-                traceback: String::new(),
-            },
+            refused_file(format!("无法读取文件夹：{error}"), error),
         ),
         // LoadError is not exhaustive to this crate; anything new is shown as it words itself.
         #[allow(unreachable_patterns)]
-        other => (
-            String::new(),
-            LoadFailure {
-                zh: other.to_string(),
-                en: other.to_string(),
-                line: None,
-                traceback: String::new(),
-            },
-        ),
+        other => (String::new(), refused_file(other.to_string(), other)),
     }
+}
+
+/// A file whose Python ran and failed (raised, ran past its deadline, broke the sandbox): the
+/// user is pointed at the line when Python named one, and gets the traceback to read.
+fn python_failure(file: &str, error: &SandboxError) -> LoadFailure {
+    let line = error.python().and_then(|e| e.line);
+    let traceback = error.detail();
+    let (what_zh, what_en) = match error {
+        SandboxError::Python(e) => {
+            // A bare `raise ValueError` has no message; its type alone still says something.
+            let message = if e.message.is_empty() {
+                e.type_name.clone()
+            } else {
+                format!("{}: {}", e.type_name, e.message)
+            };
+            (message.clone(), message)
+        }
+        SandboxError::Deadline { limit, .. } => (
+            format!("加载超时（超过 {} 秒）", limit.as_secs()),
+            format!("loading ran past its {} s deadline", limit.as_secs()),
+        ),
+        other => (other.to_string(), other.to_string()),
+    };
+    let (zh, en) = match line {
+        Some(line) => (
+            format!("{file} 第 {line} 行：{what_zh}"),
+            format!("{file}, line {line}: {what_en}"),
+        ),
+        None => (format!("{file}：{what_zh}"), format!("{file}: {what_en}")),
+    };
+    LoadFailure {
+        zh,
+        en,
+        line,
+        traceback,
+    }
+}
+
+/// A file refused before any of its code could fail (unreadable, badly declared, clashing):
+/// there is no line or traceback to show, and the English is pysandbox's own wording, so only
+/// the Chinese sentence is ours.
+fn refused_file(zh: String, error: &LoadError) -> LoadFailure {
+    LoadFailure {
+        zh,
+        en: error.to_string(),
+        line: None,
+        traceback: String::new(),
+    }
+}
+
+/// The Chinese for a file with nothing the agent can use: it says how a tool or a callback is
+/// declared, and names the file's functions, since the usual slip is a missing `@tool`.
+fn nothing_declared_zh(file: &str, functions: &[String]) -> String {
+    let stem = file.strip_suffix(".py").unwrap_or(file);
+    let mut zh = format!(
+        "{file} 没有声明任何工具或回调：工具是与文件同名的函数（def {stem}(...)）或标了 @tool 的函数；回调须命名为 before_model_callback 等"
+    );
+    if !functions.is_empty() {
+        zh.push_str(&format!(
+            "。文件中有 {}：在希望助手调用的函数上一行加 @tool",
+            functions.join("、")
+        ));
+    }
+    zh
+}
+
+/// An unreadable file's path in the folder, as the folder's files are named
+/// (`a/b/python_code.py`), so its error lands on the same row as the file.
+fn name_in_folder(dir: &Path, path: &Path) -> String {
+    path.strip_prefix(dir)
+        .unwrap_or(path)
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 #[cfg(test)]
