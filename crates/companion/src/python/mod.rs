@@ -257,26 +257,9 @@ impl PythonTools {
         let mut statuses: BTreeMap<String, FileStatus> = BTreeMap::new();
         // An unreadable folder has no files to load; its files show as they were until it can.
         let folder = Folder::read(&self.dir).unwrap_or_default();
-        for error in &folder.errors {
-            let (file, failure) = failure_of(&self.dir, error);
-            statuses.insert(
-                file,
-                FileStatus {
-                    error: Some(failure),
-                    ..FileStatus::default()
-                },
-            );
-        }
+        self.record_errors(&mut statuses, &folder.errors);
         let names: Vec<String> = folder.files.iter().map(|f| f.name.clone()).collect();
-        let reports = self.reports.clone();
-        let reporter = Reporter::new(move |report| {
-            let mut reports = lock(&reports);
-            let list = reports.entry(report.file.clone()).or_default();
-            list.push(PythonReportView::from(report));
-            if list.len() > REPORTS_PER_FILE {
-                list.remove(0);
-            }
-        });
+        let reporter = self.reporter();
         let count = folder.files.len();
         let mut loaded = PythonExtensions::load_files(&sandbox, folder.files, host, reporter).await;
         if count > 0 {
@@ -288,7 +271,53 @@ impl PythonTools {
                 unix_ms()
             );
         }
-        // A Python tool named like a built-in one would shadow it: the file is refused instead.
+        Self::refuse_clashing(&mut loaded, builtin, &mut statuses);
+        self.record_errors(&mut statuses, &loaded.errors);
+        Self::record_loaded(&mut statuses, &loaded, names);
+        *lock(&self.statuses) = statuses;
+        *self
+            .extensions
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(loaded);
+    }
+
+    /// Where the files' reports (failures, printed output) go while they load and run: kept by
+    /// file for the editor, only the latest [`REPORTS_PER_FILE`] so a chatty file cannot grow
+    /// without end.
+    fn reporter(&self) -> Reporter {
+        let reports = self.reports.clone();
+        Reporter::new(move |report| {
+            let mut reports = lock(&reports);
+            let list = reports.entry(report.file.clone()).or_default();
+            list.push(PythonReportView::from(report));
+            if list.len() > REPORTS_PER_FILE {
+                list.remove(0);
+            }
+        })
+    }
+
+    /// Shows each file that did not load with its error alone: whatever the file had in
+    /// `statuses` before is replaced.
+    fn record_errors(&self, statuses: &mut BTreeMap<String, FileStatus>, errors: &[LoadError]) {
+        for error in errors {
+            let (file, failure) = failure_of(&self.dir, error);
+            statuses.insert(
+                file,
+                FileStatus {
+                    error: Some(failure),
+                    ..FileStatus::default()
+                },
+            );
+        }
+    }
+
+    /// A Python tool named like a built-in one would shadow it: the whole file is refused
+    /// instead (its tools and callbacks dropped), and says which name to change.
+    fn refuse_clashing(
+        loaded: &mut PythonExtensions,
+        builtin: &HashSet<String>,
+        statuses: &mut BTreeMap<String, FileStatus>,
+    ) {
         let clashing: Vec<(String, String)> = loaded
             .tools
             .iter()
@@ -318,16 +347,15 @@ impl PythonTools {
         loaded
             .callbacks
             .retain(|c| !refused.contains(c.module().filename()));
-        for error in &loaded.errors {
-            let (file, failure) = failure_of(&self.dir, error);
-            statuses.insert(
-                file,
-                FileStatus {
-                    error: Some(failure),
-                    ..FileStatus::default()
-                },
-            );
-        }
+    }
+
+    /// Adds what each loaded file gave the agent to its row, and makes sure every file of the
+    /// folder (`names`) has a row, whatever it gave.
+    fn record_loaded(
+        statuses: &mut BTreeMap<String, FileStatus>,
+        loaded: &PythonExtensions,
+        names: Vec<String>,
+    ) {
         for tool in &loaded.tools {
             let status = statuses
                 .entry(tool.module().filename().to_owned())
@@ -343,11 +371,6 @@ impl PythonTools {
         for name in names {
             statuses.entry(name).or_default();
         }
-        *lock(&self.statuses) = statuses;
-        *self
-            .extensions
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(loaded);
     }
 
     /// Every file as the editor lists it.
