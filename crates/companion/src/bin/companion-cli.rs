@@ -155,14 +155,7 @@ async fn handle(app: &Companion, session: &str, line: &str) -> anyhow::Result<()
     match command {
         "" => {}
         "/help" => println!("{HELP}"),
-        "/p" => {
-            if pending.is_empty() {
-                println!("没有待处理事项 / nothing waits for you");
-            }
-            for (i, call) in pending.iter().enumerate() {
-                println!("{}. {}", i + 1, describe(call));
-            }
-        }
+        "/p" => list_pending(&pending),
         "/a" => {
             let call = nth(&pending, words.next())?;
             report(app.decide(&call.call_id, Decision::Approve).await?.status);
@@ -178,12 +171,7 @@ async fn handle(app: &Companion, session: &str, line: &str) -> anyhow::Result<()
         }
         "/e" => {
             let call = nth(&pending, words.next())?;
-            let args: serde_json::Value = serde_json::from_str(words.next().unwrap_or(""))
-                .context("edited arguments must be a JSON object")?;
-            let args = args
-                .as_object()
-                .cloned()
-                .context("edited arguments must be a JSON object")?;
+            let args = edited_arguments(words.next())?;
             report(
                 app.decide(&call.call_id, Decision::ApproveEdited(args))
                     .await?
@@ -211,35 +199,64 @@ async fn handle(app: &Companion, session: &str, line: &str) -> anyhow::Result<()
                 result.deleted, result.deleted
             );
         }
-        "/reset" => {
-            let items = companion::data::reset_items(app.paths());
-            if words.next() != Some("yes") {
-                println!("重置将删除 / a reset deletes:");
-                for item in &items {
-                    println!("  {} / {}: {}", item.what.zh, item.what.en, item.path);
-                }
-                println!("确认请输入 / to confirm, type: /reset yes");
-            } else {
-                app.reset_app()?;
-                println!(
-                    "下次启动时重置；请退出 (/quit) / the app resets at its next start; /quit now"
-                );
-            }
-        }
+        "/reset" => reset(app, words.next())?,
         _ if command.starts_with('/') => println!("未知命令 / unknown command; /help"),
-        _ => {
-            let app = app.clone();
-            let session = session.to_owned();
-            let text = line.to_owned();
-            tokio::spawn(async move {
-                match app.send_message(&session, &text).await {
-                    Ok(outcome) => report(outcome.status),
-                    Err(e) => println!("\n✗ {e}"),
-                }
-            });
-        }
+        _ => send(app, session, line),
     }
     Ok(())
+}
+
+/// `/p`: what waits, numbered as `/a`, `/r`, `/e` and `/decline` take it.
+fn list_pending(pending: &[CallRecord]) {
+    if pending.is_empty() {
+        println!("没有待处理事项 / nothing waits for you");
+    }
+    for (i, call) in pending.iter().enumerate() {
+        println!("{}. {}", i + 1, describe(call));
+    }
+}
+
+/// `/e`'s arguments: only a JSON object can stand for a call's arguments, so anything else is
+/// refused here, before the engine sees it.
+fn edited_arguments(
+    text: Option<&str>,
+) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
+    let args: serde_json::Value = serde_json::from_str(text.unwrap_or(""))
+        .context("edited arguments must be a JSON object")?;
+    args.as_object()
+        .cloned()
+        .context("edited arguments must be a JSON object")
+}
+
+/// `/reset`: it deletes the database, settings and key files, so it must be confirmed
+/// (`/reset yes`); without `yes` it only lists what would go.
+fn reset(app: &Companion, confirm: Option<&str>) -> anyhow::Result<()> {
+    let items = companion::data::reset_items(app.paths());
+    if confirm != Some("yes") {
+        println!("重置将删除 / a reset deletes:");
+        for item in &items {
+            println!("  {} / {}: {}", item.what.zh, item.what.en, item.path);
+        }
+        println!("确认请输入 / to confirm, type: /reset yes");
+    } else {
+        app.reset_app()?;
+        println!("下次启动时重置；请退出 (/quit) / the app resets at its next start; /quit now");
+    }
+    Ok(())
+}
+
+/// A message for the assistant. The turn runs in the background so the prompt stays free for
+/// `/cancel` and for deciding what the turn asks; its answer streams in through the events.
+fn send(app: &Companion, session: &str, line: &str) {
+    let app = app.clone();
+    let session = session.to_owned();
+    let text = line.to_owned();
+    tokio::spawn(async move {
+        match app.send_message(&session, &text).await {
+            Ok(outcome) => report(outcome.status),
+            Err(e) => println!("\n✗ {e}"),
+        }
+    });
 }
 
 fn report(status: agent::InvocationStatus) {
