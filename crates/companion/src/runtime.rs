@@ -118,85 +118,14 @@ pub(crate) async fn build(
     extensions: Extensions<'_>,
 ) -> Result<Arc<Runtime>, CompanionError> {
     let Extensions { python, mcp } = extensions;
-    // A secret that cannot be read (a damaged row, a locked vault) counts as not set: the app
-    // asks for it again instead of stopping. Only a database failure is an error.
-    let secret = |name: &str| -> Result<Option<String>, CompanionError> {
-        match vault.get(name) {
-            Ok(value) => Ok(value.map(|b| String::from_utf8_lossy(&b).into_owned())),
-            Err(store::VaultError::Store(e)) => Err(e.into()),
-            Err(e) => {
-                tracing::warn!(secret = name, error = %e, "a stored secret cannot be read");
-                Ok(None)
-            }
-        }
-    };
-    let app_secret = secret(APP_SECRET)?;
-    let preset = llm::preset(&settings.model.preset).ok_or_else(|| {
-        CompanionError::Other(format!("unknown model preset {}", settings.model.preset))
-    })?;
-    let model_key = match preset.key_name {
-        Some(name) => secret(name)?,
-        None => None,
-    };
-    let feishu_ready = !settings.feishu.app_id.is_empty() && app_secret.is_some();
-    let model_ready = model_key.is_some() || !preset.key_required;
-    let demo_mode = options.force_demo || !feishu_ready || !model_ready;
-
-    let (profile, store, endpoints, credentials, model, demo) = if demo_mode {
-        let (demo, store) = demo_parts(paths, settings, kept).await?;
-        let endpoints = Endpoints::single(parse_url(&demo.feishu.base_url())?);
-        let credentials = AppCredentials {
-            app_id: DEMO_APP_ID.to_owned(),
-            app_secret: SecretString::from(DEMO_APP_ID.to_owned()),
-        };
-        let config = llm::ProviderConfig::new(
-            llm::ProviderKind::OpenAiCompatible,
-            "Demo",
-            demo.model.base_url(),
-            "demo-model",
-            None,
-        );
-        let model = llm::connect(config).map_err(|e| CompanionError::Other(e.to_string()))?;
-        (
-            Profile::Demo,
-            store,
-            endpoints,
-            credentials,
-            model,
-            Some(demo),
-        )
-    } else {
-        // A stand-in for the real Feishu serves Lark's hosts under `/lark` of the same base.
-        let endpoints = match &options.feishu_base_url {
-            Some(base) => Endpoints::emulated(&parse_url(base)?, settings.feishu.brand),
-            None => Endpoints::for_brand(settings.feishu.brand),
-        };
-        let credentials = AppCredentials {
-            app_id: settings.feishu.app_id.clone(),
-            app_secret: SecretString::from(app_secret.unwrap_or_default()),
-        };
-        // The preset's own options (usage chunk, reasoning sent back) come with it.
-        let mut config = preset.config(model_key.map(llm::ApiKey::new));
-        if let Some(base_url) = settings.model.base_url.clone() {
-            config.base_url = base_url;
-        }
-        if let Some(model) = settings.model.model.clone() {
-            config.model = model;
-        }
-        let model = llm::connect(config).map_err(|e| CompanionError::Other(e.to_string()))?;
-        let profile = Profile::Real {
-            brand: settings.feishu.brand,
-            app_id: settings.feishu.app_id.clone(),
-        };
-        (
-            profile,
-            main_store.clone(),
-            endpoints,
-            credentials,
-            model,
-            None,
-        )
-    };
+    let Connection {
+        profile,
+        store,
+        endpoints,
+        credentials,
+        model,
+        demo,
+    } = connection(paths, settings, options, vault, main_store, kept).await?;
 
     let oauth = OAuthClient::new(endpoints.clone(), credentials.clone())
         .map_err(|e| CompanionError::Other(e.to_string()))?;
@@ -247,6 +176,133 @@ pub(crate) async fn build(
         builtin,
         feishu_open,
     }))
+}
+
+/// What a runtime talks to: the demo's emulator and scripted model on the demo database, or
+/// the user's Feishu app and model on the real one. Everything else in a runtime is built the
+/// same way on either.
+struct Connection {
+    profile: Profile,
+    store: Arc<Store>,
+    endpoints: Endpoints,
+    credentials: AppCredentials,
+    model: Arc<dyn agent::Model>,
+    demo: Option<Arc<Demo>>,
+}
+
+/// Decides between demo and real: real only when the Feishu app and the model are both set up
+/// (and the options do not force the demo), so a half-configured app still runs, in demo mode.
+async fn connection(
+    paths: &AppPaths,
+    settings: &Settings,
+    options: &OpenOptions,
+    vault: &Vault,
+    main_store: &Arc<Store>,
+    kept: &Mutex<Kept>,
+) -> Result<Connection, CompanionError> {
+    let app_secret = stored_secret(vault, APP_SECRET)?;
+    let preset = llm::preset(&settings.model.preset).ok_or_else(|| {
+        CompanionError::Other(format!("unknown model preset {}", settings.model.preset))
+    })?;
+    let model_key = match preset.key_name {
+        Some(name) => stored_secret(vault, name)?,
+        None => None,
+    };
+    let feishu_ready = !settings.feishu.app_id.is_empty() && app_secret.is_some();
+    let model_ready = model_key.is_some() || !preset.key_required;
+    let demo_mode = options.force_demo || !feishu_ready || !model_ready;
+
+    if demo_mode {
+        demo_connection(paths, settings, kept).await
+    } else {
+        real_connection(settings, options, main_store, preset, app_secret, model_key)
+    }
+}
+
+/// A secret from the vault. One that cannot be read (a damaged row, a locked vault) counts as
+/// not set: the app asks for it again instead of stopping. Only a database failure is an error.
+fn stored_secret(vault: &Vault, name: &str) -> Result<Option<String>, CompanionError> {
+    match vault.get(name) {
+        Ok(value) => Ok(value.map(|b| String::from_utf8_lossy(&b).into_owned())),
+        Err(store::VaultError::Store(e)) => Err(e.into()),
+        Err(e) => {
+            tracing::warn!(secret = name, error = %e, "a stored secret cannot be read");
+            Ok(None)
+        }
+    }
+}
+
+/// The demo: its emulator and scripted model (started once, then kept) on its own database,
+/// as the demo's App ID, whatever the settings hold.
+async fn demo_connection(
+    paths: &AppPaths,
+    settings: &Settings,
+    kept: &Mutex<Kept>,
+) -> Result<Connection, CompanionError> {
+    let (demo, store) = demo_parts(paths, settings, kept).await?;
+    let endpoints = Endpoints::single(parse_url(&demo.feishu.base_url())?);
+    let credentials = AppCredentials {
+        app_id: DEMO_APP_ID.to_owned(),
+        app_secret: SecretString::from(DEMO_APP_ID.to_owned()),
+    };
+    let config = llm::ProviderConfig::new(
+        llm::ProviderKind::OpenAiCompatible,
+        "Demo",
+        demo.model.base_url(),
+        "demo-model",
+        None,
+    );
+    let model = llm::connect(config).map_err(|e| CompanionError::Other(e.to_string()))?;
+    Ok(Connection {
+        profile: Profile::Demo,
+        store,
+        endpoints,
+        credentials,
+        model,
+        demo: Some(demo),
+    })
+}
+
+/// The user's own Feishu app (or an emulator standing in for it, when the options say) and
+/// model as the settings describe them, on the main database.
+fn real_connection(
+    settings: &Settings,
+    options: &OpenOptions,
+    main_store: &Arc<Store>,
+    preset: &llm::Preset,
+    app_secret: Option<String>,
+    model_key: Option<String>,
+) -> Result<Connection, CompanionError> {
+    // A stand-in for the real Feishu serves Lark's hosts under `/lark` of the same base.
+    let endpoints = match &options.feishu_base_url {
+        Some(base) => Endpoints::emulated(&parse_url(base)?, settings.feishu.brand),
+        None => Endpoints::for_brand(settings.feishu.brand),
+    };
+    let credentials = AppCredentials {
+        app_id: settings.feishu.app_id.clone(),
+        app_secret: SecretString::from(app_secret.unwrap_or_default()),
+    };
+    // The preset's own options (usage chunk, reasoning sent back) come with it.
+    let mut config = preset.config(model_key.map(llm::ApiKey::new));
+    if let Some(base_url) = settings.model.base_url.clone() {
+        config.base_url = base_url;
+    }
+    if let Some(model) = settings.model.model.clone() {
+        config.model = model;
+    }
+    let model = llm::connect(config).map_err(|e| CompanionError::Other(e.to_string()))?;
+    let profile = Profile::Real {
+        brand: settings.feishu.brand,
+        app_id: settings.feishu.app_id.clone(),
+    };
+    Ok(Connection {
+        profile,
+        store: main_store.clone(),
+        endpoints,
+        credentials,
+        model,
+        demo: None,
+    })
 }
 
 /// Recovers what a previous run left in flight in this runtime's database, once per database

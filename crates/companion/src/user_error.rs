@@ -73,62 +73,9 @@ impl From<CompanionError> for UiError {
 
 /// The user's words for a failure of the core.
 pub fn explain(error: &CompanionError) -> UiError {
-    use agent::EngineError as E;
     let message = error.to_string();
     let (code, text) = match error {
-        CompanionError::Engine(engine) => match engine {
-            E::Expired { .. } => (
-                "expired",
-                Text::new(
-                    "审批在你决定前已过期，操作未执行。",
-                    "The approval expired before your decision; nothing was done.",
-                ),
-            ),
-            E::NotPending { .. } => (
-                "not_pending",
-                Text::new(
-                    "这项操作已不再等待你的决定（可能已在别处处理）。",
-                    "This action no longer waits for your decision (it may have been decided elsewhere).",
-                ),
-            ),
-            E::EditRefused { reason, .. } => (
-                "edit_refused",
-                Text::new(reason.zh.clone(), reason.en.clone()),
-            ),
-            E::InvalidArguments { message, .. } => (
-                "invalid_arguments",
-                Text::new(
-                    format!("修改后的参数不符合这个操作的要求：{message}"),
-                    format!("The edited arguments do not fit this action: {message}"),
-                ),
-            ),
-            E::CallNotFound(_)
-            | E::SessionNotFound(_)
-            | E::RuleNotFound(_)
-            | E::AgentNotFound(_) => (
-                "not_found",
-                Text::new(
-                    "找不到这一项，它可能已被删除。",
-                    "This item cannot be found; it may have been deleted.",
-                ),
-            ),
-            E::Busy(_) => (
-                "busy",
-                Text::new(
-                    "助手还在回答这个对话，请等它完成或先停止。",
-                    "The assistant is still answering in this conversation; wait for it or stop it first.",
-                ),
-            ),
-            E::SessionEnded(_) => (
-                "session_ended",
-                Text::new(
-                    "这个对话已结束，请新建一个对话。",
-                    "This conversation has ended; start a new one.",
-                ),
-            ),
-            E::Persist(_) => storage(&message),
-            E::Agent(_) => other(&message),
-        },
+        CompanionError::Engine(engine) => engine_failure(engine, &message),
         CompanionError::Settings(_) => (
             "settings",
             Text::new(
@@ -154,6 +101,64 @@ pub fn explain(error: &CompanionError) -> UiError {
         CompanionError::Other(_) => other(&message),
     };
     UiError::new(code, message, text)
+}
+
+/// The words for the engine's failures, kept apart from the app's own as they are many: most
+/// meet a decision, an edit or a turn, and say what became of it in the person's terms; a
+/// storage or agent failure keeps its raw words behind a lead-in (`message`, the whole error's
+/// text, as [`explain`] keeps it).
+fn engine_failure(engine: &agent::EngineError, message: &str) -> (&'static str, Text) {
+    use agent::EngineError as E;
+    match engine {
+        E::Expired { .. } => (
+            "expired",
+            Text::new(
+                "审批在你决定前已过期，操作未执行。",
+                "The approval expired before your decision; nothing was done.",
+            ),
+        ),
+        E::NotPending { .. } => (
+            "not_pending",
+            Text::new(
+                "这项操作已不再等待你的决定（可能已在别处处理）。",
+                "This action no longer waits for your decision (it may have been decided elsewhere).",
+            ),
+        ),
+        E::EditRefused { reason, .. } => (
+            "edit_refused",
+            Text::new(reason.zh.clone(), reason.en.clone()),
+        ),
+        E::InvalidArguments { message, .. } => (
+            "invalid_arguments",
+            Text::new(
+                format!("修改后的参数不符合这个操作的要求：{message}"),
+                format!("The edited arguments do not fit this action: {message}"),
+            ),
+        ),
+        E::CallNotFound(_) | E::SessionNotFound(_) | E::RuleNotFound(_) | E::AgentNotFound(_) => (
+            "not_found",
+            Text::new(
+                "找不到这一项，它可能已被删除。",
+                "This item cannot be found; it may have been deleted.",
+            ),
+        ),
+        E::Busy(_) => (
+            "busy",
+            Text::new(
+                "助手还在回答这个对话，请等它完成或先停止。",
+                "The assistant is still answering in this conversation; wait for it or stop it first.",
+            ),
+        ),
+        E::SessionEnded(_) => (
+            "session_ended",
+            Text::new(
+                "这个对话已结束，请新建一个对话。",
+                "This conversation has ended; start a new one.",
+            ),
+        ),
+        E::Persist(_) => storage(message),
+        E::Agent(_) => other(message),
+    }
 }
 
 fn storage(message: &str) -> (&'static str, Text) {

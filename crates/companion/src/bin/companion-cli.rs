@@ -155,14 +155,7 @@ async fn handle(app: &Companion, session: &str, line: &str) -> anyhow::Result<()
     match command {
         "" => {}
         "/help" => println!("{HELP}"),
-        "/p" => {
-            if pending.is_empty() {
-                println!("没有待处理事项 / nothing waits for you");
-            }
-            for (i, call) in pending.iter().enumerate() {
-                println!("{}. {}", i + 1, describe(call));
-            }
-        }
+        "/p" => list_pending(&pending),
         "/a" => {
             let call = nth(&pending, words.next())?;
             report(app.decide(&call.call_id, Decision::Approve).await?.status);
@@ -178,12 +171,7 @@ async fn handle(app: &Companion, session: &str, line: &str) -> anyhow::Result<()
         }
         "/e" => {
             let call = nth(&pending, words.next())?;
-            let args: serde_json::Value = serde_json::from_str(words.next().unwrap_or(""))
-                .context("edited arguments must be a JSON object")?;
-            let args = args
-                .as_object()
-                .cloned()
-                .context("edited arguments must be a JSON object")?;
+            let args = edited_arguments(words.next())?;
             report(
                 app.decide(&call.call_id, Decision::ApproveEdited(args))
                     .await?
@@ -211,35 +199,64 @@ async fn handle(app: &Companion, session: &str, line: &str) -> anyhow::Result<()
                 result.deleted, result.deleted
             );
         }
-        "/reset" => {
-            let items = companion::data::reset_items(app.paths());
-            if words.next() != Some("yes") {
-                println!("重置将删除 / a reset deletes:");
-                for item in &items {
-                    println!("  {} / {}: {}", item.what.zh, item.what.en, item.path);
-                }
-                println!("确认请输入 / to confirm, type: /reset yes");
-            } else {
-                app.reset_app()?;
-                println!(
-                    "下次启动时重置；请退出 (/quit) / the app resets at its next start; /quit now"
-                );
-            }
-        }
+        "/reset" => reset(app, words.next())?,
         _ if command.starts_with('/') => println!("未知命令 / unknown command; /help"),
-        _ => {
-            let app = app.clone();
-            let session = session.to_owned();
-            let text = line.to_owned();
-            tokio::spawn(async move {
-                match app.send_message(&session, &text).await {
-                    Ok(outcome) => report(outcome.status),
-                    Err(e) => println!("\n✗ {e}"),
-                }
-            });
-        }
+        _ => send(app, session, line),
     }
     Ok(())
+}
+
+/// `/p`: what waits, numbered as `/a`, `/r`, `/e` and `/decline` take it.
+fn list_pending(pending: &[CallRecord]) {
+    if pending.is_empty() {
+        println!("没有待处理事项 / nothing waits for you");
+    }
+    for (i, call) in pending.iter().enumerate() {
+        println!("{}. {}", i + 1, describe(call));
+    }
+}
+
+/// `/e`'s arguments: only a JSON object can stand for a call's arguments, so anything else is
+/// refused here, before the engine sees it.
+fn edited_arguments(
+    text: Option<&str>,
+) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
+    let args: serde_json::Value = serde_json::from_str(text.unwrap_or(""))
+        .context("edited arguments must be a JSON object")?;
+    args.as_object()
+        .cloned()
+        .context("edited arguments must be a JSON object")
+}
+
+/// `/reset`: it deletes the database, settings and key files, so it must be confirmed
+/// (`/reset yes`); without `yes` it only lists what would go.
+fn reset(app: &Companion, confirm: Option<&str>) -> anyhow::Result<()> {
+    let items = companion::data::reset_items(app.paths());
+    if confirm != Some("yes") {
+        println!("重置将删除 / a reset deletes:");
+        for item in &items {
+            println!("  {} / {}: {}", item.what.zh, item.what.en, item.path);
+        }
+        println!("确认请输入 / to confirm, type: /reset yes");
+    } else {
+        app.reset_app()?;
+        println!("下次启动时重置；请退出 (/quit) / the app resets at its next start; /quit now");
+    }
+    Ok(())
+}
+
+/// A message for the assistant. The turn runs in the background so the prompt stays free for
+/// `/cancel` and for deciding what the turn asks; its answer streams in through the events.
+fn send(app: &Companion, session: &str, line: &str) {
+    let app = app.clone();
+    let session = session.to_owned();
+    let text = line.to_owned();
+    tokio::spawn(async move {
+        match app.send_message(&session, &text).await {
+            Ok(outcome) => report(outcome.status),
+            Err(e) => println!("\n✗ {e}"),
+        }
+    });
 }
 
 fn report(status: agent::InvocationStatus) {
@@ -308,53 +325,8 @@ fn describe(call: &CallRecord) -> String {
 async fn print_events(mut events: tokio::sync::broadcast::Receiver<UiEvent>) {
     while let Ok(event) = events.recv().await {
         match event {
-            UiEvent::Engine(event) => match *event {
-                EngineEvent::Event { event, .. } if event.partial => {
-                    if let Some(content) = &event.content {
-                        print!("{}", content.text());
-                        let _ = std::io::stdout().flush();
-                    }
-                }
-                EngineEvent::Event { event, .. } if event.turn_complete && !event.is_user() => {
-                    println!()
-                }
-                EngineEvent::Call(call)
-                    if call.status == CallStatus::AwaitingApproval
-                        || call.status == CallStatus::AwaitingAuth =>
-                {
-                    println!("\n◆ {}", describe(&call));
-                }
-                _ => {}
-            },
-            UiEvent::SignIn(SignInStatus::SignedIn { name, .. }) => {
-                println!("\n✓ 已登录 / signed in: {name}")
-            }
-            UiEvent::SignIn(SignInStatus::Failed { message }) => println!("\n✗ {message}"),
-            UiEvent::SignIn(SignInStatus::Declined) => {
-                println!("\n✗ 已取消授权 / sign-in declined")
-            }
-            UiEvent::SignIn(SignInStatus::Refused { problem }) => {
-                println!("\n✗ {} / {}", problem.title.zh, problem.title.en);
-                println!("  {}\n  {}", problem.fix.zh, problem.fix.en);
-                if let Some(value) = &problem.value {
-                    println!("  {value}");
-                }
-            }
-            UiEvent::SignIn(SignInStatus::InBrowser) => {
-                println!("\n… 登录在浏览器中继续 / the sign-in continues in your browser")
-            }
-            UiEvent::SignIn(SignInStatus::Waiting {
-                device: Some(code), ..
-            }) => {
-                println!(
-                    "\n… 在飞书中打开并确认 / confirm in Feishu: {} (code {})",
-                    code.url, code.user_code
-                )
-            }
-            UiEvent::SignIn(SignInStatus::Waiting { .. }) => {}
-            UiEvent::SignIn(SignInStatus::Expired) => {
-                println!("\n✗ 二维码已过期，请重新登录 / the code expired; sign in again")
-            }
+            UiEvent::Engine(event) => print_engine_event(*event),
+            UiEvent::SignIn(status) => print_sign_in(status),
             UiEvent::Connect(status) => {
                 let view = companion::connect::view::ConnectView::from(&status);
                 println!("\n◆ {}", serde_json::to_string(&view).unwrap_or_default())
@@ -367,31 +339,97 @@ async fn print_events(mut events: tokio::sync::broadcast::Receiver<UiEvent>) {
             }
             // The terminal shows no cards to mark.
             UiEvent::RemoteCards { .. } => {}
-            UiEvent::Mcp(companion::mcp::McpEvent::Progress {
-                progress,
-                total,
-                message,
-                ..
-            }) => {
-                let of = total.map(|t| format!("/{t}")).unwrap_or_default();
-                let words = message.unwrap_or_default();
-                println!("\n… MCP {progress}{of} {words}")
+            UiEvent::Mcp(event) => print_mcp_event(event),
+        }
+    }
+}
+
+/// The conversation as it happens: the answer's text as it streams (flushed, as it comes
+/// without a newline), the end of a turn, and each call that now waits for the user; the rest
+/// of the engine's events are for the desktop window.
+fn print_engine_event(event: EngineEvent) {
+    match event {
+        EngineEvent::Event { event, .. } if event.partial => {
+            if let Some(content) = &event.content {
+                print!("{}", content.text());
+                let _ = std::io::stdout().flush();
             }
-            UiEvent::Mcp(
-                companion::mcp::McpEvent::Servers | companion::mcp::McpEvent::Questions,
-            ) => {}
-            UiEvent::Mcp(companion::mcp::McpEvent::Setup {
-                step,
-                done,
-                total,
-                message,
-            }) => {
-                let of = total.map(|t| format!("/{t}")).unwrap_or_default();
-                println!(
-                    "\n… lark-mcp {step} {done}{of} {} / {}",
-                    message.zh, message.en
-                )
+        }
+        EngineEvent::Event { event, .. } if event.turn_complete && !event.is_user() => {
+            println!()
+        }
+        EngineEvent::Call(call)
+            if call.status == CallStatus::AwaitingApproval
+                || call.status == CallStatus::AwaitingAuth =>
+        {
+            println!("\n◆ {}", describe(&call));
+        }
+        _ => {}
+    }
+}
+
+/// Where a sign-in stands, with what to do next when it is the user's move (confirm in Feishu,
+/// fix the app's settings, sign in again).
+fn print_sign_in(status: SignInStatus) {
+    match status {
+        SignInStatus::SignedIn { name, .. } => {
+            println!("\n✓ 已登录 / signed in: {name}")
+        }
+        SignInStatus::Failed { message } => println!("\n✗ {message}"),
+        SignInStatus::Declined => {
+            println!("\n✗ 已取消授权 / sign-in declined")
+        }
+        SignInStatus::Refused { problem } => {
+            println!("\n✗ {} / {}", problem.title.zh, problem.title.en);
+            println!("  {}\n  {}", problem.fix.zh, problem.fix.en);
+            if let Some(value) = &problem.value {
+                println!("  {value}");
             }
+        }
+        SignInStatus::InBrowser => {
+            println!("\n… 登录在浏览器中继续 / the sign-in continues in your browser")
+        }
+        SignInStatus::Waiting {
+            device: Some(code), ..
+        } => {
+            println!(
+                "\n… 在飞书中打开并确认 / confirm in Feishu: {} (code {})",
+                code.url, code.user_code
+            )
+        }
+        SignInStatus::Waiting { .. } => {}
+        SignInStatus::Expired => {
+            println!("\n✗ 二维码已过期，请重新登录 / the code expired; sign in again")
+        }
+    }
+}
+
+/// Progress of a slow MCP call or of setting up lark-mcp, so a long wait shows it is moving;
+/// the signals to read the servers or their questions again are for the desktop window.
+fn print_mcp_event(event: companion::mcp::McpEvent) {
+    match event {
+        companion::mcp::McpEvent::Progress {
+            progress,
+            total,
+            message,
+            ..
+        } => {
+            let of = total.map(|t| format!("/{t}")).unwrap_or_default();
+            let words = message.unwrap_or_default();
+            println!("\n… MCP {progress}{of} {words}")
+        }
+        companion::mcp::McpEvent::Servers | companion::mcp::McpEvent::Questions => {}
+        companion::mcp::McpEvent::Setup {
+            step,
+            done,
+            total,
+            message,
+        } => {
+            let of = total.map(|t| format!("/{t}")).unwrap_or_default();
+            println!(
+                "\n… lark-mcp {step} {done}{of} {} / {}",
+                message.zh, message.en
+            )
         }
     }
 }

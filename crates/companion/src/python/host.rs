@@ -201,16 +201,10 @@ impl Host for AppHost {
             return not_ready();
         };
         let settings = self.settings_of(&call.file);
-        let mut url = match Url::parse(&request.url) {
+        let mut url = match url_of(&request) {
             Ok(url) => url,
-            Err(e) => return refused(400, "Bad Request", format!("{}: {e}", request.url)),
+            Err(refusal) => return refusal,
         };
-        if !request.params.is_empty() {
-            let mut query = url.query_pairs_mut();
-            for (key, value) in pairs(&request.params) {
-                query.append_pair(&key, &value);
-            }
-        }
         let method = match reqwest::Method::from_bytes(request.method.as_str().as_bytes()) {
             Ok(method) => method,
             Err(e) => return refused(400, "Bad Request", e.to_string()),
@@ -226,95 +220,157 @@ impl Host for AppHost {
                 Ok(is_feishu) => is_feishu,
                 Err(refusal) => return refusal,
             };
-            let mut builder = self
+            let builder = self
                 .client
                 .request(method.clone(), url.clone())
                 .timeout(timeout);
-            for (key, value) in &request.headers {
-                builder = builder.header(key.as_str(), text_of(value));
-            }
-            if is_feishu {
-                match attached.tokens.access_token().await {
-                    Ok(token) => {
-                        builder = builder.bearer_auth(token.expose_secret());
-                    }
-                    Err(e) => {
-                        return refused(
-                            401,
-                            "Unauthorized",
-                            format!("not signed in to Feishu (在应用中登录飞书后重试): {e}"),
-                        );
-                    }
-                }
-            }
-            if let Some(json) = &request.json {
-                builder = builder.json(json);
-            } else if let Some(form) = &request.form {
-                let body = url::form_urlencoded::Serializer::new(String::new())
-                    .extend_pairs(pairs(form))
-                    .finish();
-                builder = builder
-                    .header("content-type", "application/x-www-form-urlencoded")
-                    .body(body);
-            } else if let Some(data) = &request.data {
-                builder = builder.body(data.clone());
-            } else if let Some(data) = &request.data_base64 {
-                match base64::engine::general_purpose::STANDARD.decode(data) {
-                    Ok(bytes) => builder = builder.body(bytes),
-                    Err(e) => return refused(400, "Bad Request", format!("data: {e}")),
-                }
-            }
+            let tokens = is_feishu.then_some(&*attached.tokens);
+            let builder = match prepared(builder, &request, tokens).await {
+                Ok(builder) => builder,
+                Err(refusal) => return refusal,
+            };
             let response = match builder.send().await {
                 Ok(response) => response,
                 Err(e) => {
                     return refused(502, "Bad Gateway", format!("{url}: {e}"));
                 }
             };
-            let status = response.status();
-            if status.is_redirection()
-                && request.allow_redirects
-                && hops < 10
-                && let Some(next) = response
-                    .headers()
-                    .get(reqwest::header::LOCATION)
-                    .and_then(|l| l.to_str().ok())
-                    .and_then(|l| url.join(l).ok())
-            {
+            if let Some(next) = next_hop(&response, &url, &request, hops) {
                 url = next;
                 hops += 1;
                 continue;
             }
-            let mut headers = BTreeMap::new();
-            for (name, value) in response.headers() {
-                if let Ok(value) = value.to_str() {
-                    headers.insert(name.as_str().to_owned(), value.to_owned());
-                }
-            }
-            let bytes = match response.bytes().await {
-                Ok(bytes) => bytes,
-                Err(e) => return refused(502, "Bad Gateway", format!("{url}: {e}")),
-            };
-            let bytes = &bytes[..bytes.len().min(MAX_BODY)];
-            let (text, body_base64) = match std::str::from_utf8(bytes) {
-                Ok(text) => (text.to_owned(), None),
-                Err(_) => (
-                    String::from_utf8_lossy(bytes).into_owned(),
-                    Some(base64::engine::general_purpose::STANDARD.encode(bytes)),
-                ),
-            };
-            let mut answer = ExternalResponse::new(status.as_u16(), text).with_reason(
-                if status.is_success() || status.is_redirection() {
-                    ""
-                } else {
-                    status.canonical_reason().unwrap_or("Error")
-                },
-            );
-            answer.headers = headers;
-            answer.url = url.to_string();
-            answer.body_base64 = body_base64;
-            return answer;
+            return answer_of(response, &url).await;
         }
     }
+}
+
+/// The URL Python asked for, with its `params` added to the query.
+#[allow(clippy::result_large_err)]
+fn url_of(request: &HttpRequest) -> Result<Url, ExternalResponse> {
+    let mut url = match Url::parse(&request.url) {
+        Ok(url) => url,
+        Err(e) => return Err(refused(400, "Bad Request", format!("{}: {e}", request.url))),
+    };
+    if !request.params.is_empty() {
+        let mut query = url.query_pairs_mut();
+        for (key, value) in pairs(&request.params) {
+            query.append_pair(&key, &value);
+        }
+    }
+    Ok(url)
+}
+
+/// One hop of the request as Python described it: its headers, then the signed-in user's
+/// token when the hop goes to Feishu's Open API (`tokens`, only then, so the token never
+/// reaches another host), then its body. Not signed in is Python's 401, with what to do.
+#[allow(clippy::result_large_err)]
+async fn prepared(
+    mut builder: reqwest::RequestBuilder,
+    request: &HttpRequest,
+    tokens: Option<&TokenManager>,
+) -> Result<reqwest::RequestBuilder, ExternalResponse> {
+    for (key, value) in &request.headers {
+        builder = builder.header(key.as_str(), text_of(value));
+    }
+    if let Some(tokens) = tokens {
+        match tokens.access_token().await {
+            Ok(token) => {
+                builder = builder.bearer_auth(token.expose_secret());
+            }
+            Err(e) => {
+                return Err(refused(
+                    401,
+                    "Unauthorized",
+                    format!("not signed in to Feishu (在应用中登录飞书后重试): {e}"),
+                ));
+            }
+        }
+    }
+    with_body(builder, request)
+}
+
+/// The body: a JSON body, else a form, else text, else bytes (`ces_requests` sets only one,
+/// this order decides if more arrive). Undecodable base64 is Python's 400 rather than an empty
+/// body sent.
+#[allow(clippy::result_large_err)]
+fn with_body(
+    mut builder: reqwest::RequestBuilder,
+    request: &HttpRequest,
+) -> Result<reqwest::RequestBuilder, ExternalResponse> {
+    if let Some(json) = &request.json {
+        builder = builder.json(json);
+    } else if let Some(form) = &request.form {
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(pairs(form))
+            .finish();
+        builder = builder
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body);
+    } else if let Some(data) = &request.data {
+        builder = builder.body(data.clone());
+    } else if let Some(data) = &request.data_base64 {
+        match base64::engine::general_purpose::STANDARD.decode(data) {
+            Ok(bytes) => builder = builder.body(bytes),
+            Err(e) => return Err(refused(400, "Bad Request", format!("data: {e}"))),
+        }
+    }
+    Ok(builder)
+}
+
+/// Where a redirect leads, when it is to be followed: Python allowed redirects and fewer than
+/// 10 were followed so far. Otherwise (or when the location is unusable) the redirect itself
+/// is the answer.
+fn next_hop(
+    response: &reqwest::Response,
+    url: &Url,
+    request: &HttpRequest,
+    hops: u32,
+) -> Option<Url> {
+    if !(response.status().is_redirection() && request.allow_redirects && hops < 10) {
+        return None;
+    }
+    response
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .and_then(|l| l.to_str().ok())
+        .and_then(|l| url.join(l).ok())
+}
+
+/// The response as Python gets it: headers that are text, at most [`MAX_BODY`] of the body
+/// (with the bytes in base64 too when they are not UTF-8, so binary content survives), and a
+/// reason only for a status that is neither a success nor a redirect.
+async fn answer_of(response: reqwest::Response, url: &Url) -> ExternalResponse {
+    let status = response.status();
+    let mut headers = BTreeMap::new();
+    for (name, value) in response.headers() {
+        if let Ok(value) = value.to_str() {
+            headers.insert(name.as_str().to_owned(), value.to_owned());
+        }
+    }
+    let bytes = match response.bytes().await {
+        Ok(bytes) => bytes,
+        Err(e) => return refused(502, "Bad Gateway", format!("{url}: {e}")),
+    };
+    let bytes = &bytes[..bytes.len().min(MAX_BODY)];
+    let (text, body_base64) = match std::str::from_utf8(bytes) {
+        Ok(text) => (text.to_owned(), None),
+        Err(_) => (
+            String::from_utf8_lossy(bytes).into_owned(),
+            Some(base64::engine::general_purpose::STANDARD.encode(bytes)),
+        ),
+    };
+    let mut answer = ExternalResponse::new(status.as_u16(), text).with_reason(
+        if status.is_success() || status.is_redirection() {
+            ""
+        } else {
+            status.canonical_reason().unwrap_or("Error")
+        },
+    );
+    answer.headers = headers;
+    answer.url = url.to_string();
+    answer.body_base64 = body_base64;
+    answer
 }
 
 #[cfg(test)]

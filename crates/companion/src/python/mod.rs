@@ -257,26 +257,9 @@ impl PythonTools {
         let mut statuses: BTreeMap<String, FileStatus> = BTreeMap::new();
         // An unreadable folder has no files to load; its files show as they were until it can.
         let folder = Folder::read(&self.dir).unwrap_or_default();
-        for error in &folder.errors {
-            let (file, failure) = failure_of(&self.dir, error);
-            statuses.insert(
-                file,
-                FileStatus {
-                    error: Some(failure),
-                    ..FileStatus::default()
-                },
-            );
-        }
+        self.record_errors(&mut statuses, &folder.errors);
         let names: Vec<String> = folder.files.iter().map(|f| f.name.clone()).collect();
-        let reports = self.reports.clone();
-        let reporter = Reporter::new(move |report| {
-            let mut reports = lock(&reports);
-            let list = reports.entry(report.file.clone()).or_default();
-            list.push(PythonReportView::from(report));
-            if list.len() > REPORTS_PER_FILE {
-                list.remove(0);
-            }
-        });
+        let reporter = self.reporter();
         let count = folder.files.len();
         let mut loaded = PythonExtensions::load_files(&sandbox, folder.files, host, reporter).await;
         if count > 0 {
@@ -288,7 +271,53 @@ impl PythonTools {
                 unix_ms()
             );
         }
-        // A Python tool named like a built-in one would shadow it: the file is refused instead.
+        Self::refuse_clashing(&mut loaded, builtin, &mut statuses);
+        self.record_errors(&mut statuses, &loaded.errors);
+        Self::record_loaded(&mut statuses, &loaded, names);
+        *lock(&self.statuses) = statuses;
+        *self
+            .extensions
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(loaded);
+    }
+
+    /// Where the files' reports (failures, printed output) go while they load and run: kept by
+    /// file for the editor, only the latest [`REPORTS_PER_FILE`] so a chatty file cannot grow
+    /// without end.
+    fn reporter(&self) -> Reporter {
+        let reports = self.reports.clone();
+        Reporter::new(move |report| {
+            let mut reports = lock(&reports);
+            let list = reports.entry(report.file.clone()).or_default();
+            list.push(PythonReportView::from(report));
+            if list.len() > REPORTS_PER_FILE {
+                list.remove(0);
+            }
+        })
+    }
+
+    /// Shows each file that did not load with its error alone: whatever the file had in
+    /// `statuses` before is replaced.
+    fn record_errors(&self, statuses: &mut BTreeMap<String, FileStatus>, errors: &[LoadError]) {
+        for error in errors {
+            let (file, failure) = failure_of(&self.dir, error);
+            statuses.insert(
+                file,
+                FileStatus {
+                    error: Some(failure),
+                    ..FileStatus::default()
+                },
+            );
+        }
+    }
+
+    /// A Python tool named like a built-in one would shadow it: the whole file is refused
+    /// instead (its tools and callbacks dropped), and says which name to change.
+    fn refuse_clashing(
+        loaded: &mut PythonExtensions,
+        builtin: &HashSet<String>,
+        statuses: &mut BTreeMap<String, FileStatus>,
+    ) {
         let clashing: Vec<(String, String)> = loaded
             .tools
             .iter()
@@ -318,16 +347,15 @@ impl PythonTools {
         loaded
             .callbacks
             .retain(|c| !refused.contains(c.module().filename()));
-        for error in &loaded.errors {
-            let (file, failure) = failure_of(&self.dir, error);
-            statuses.insert(
-                file,
-                FileStatus {
-                    error: Some(failure),
-                    ..FileStatus::default()
-                },
-            );
-        }
+    }
+
+    /// Adds what each loaded file gave the agent to its row, and makes sure every file of the
+    /// folder (`names`) has a row, whatever it gave.
+    fn record_loaded(
+        statuses: &mut BTreeMap<String, FileStatus>,
+        loaded: &PythonExtensions,
+        names: Vec<String>,
+    ) {
         for tool in &loaded.tools {
             let status = statuses
                 .entry(tool.module().filename().to_owned())
@@ -343,11 +371,6 @@ impl PythonTools {
         for name in names {
             statuses.entry(name).or_default();
         }
-        *lock(&self.statuses) = statuses;
-        *self
-            .extensions
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(loaded);
     }
 
     /// Every file as the editor lists it.
@@ -435,131 +458,114 @@ impl PythonTools {
 /// A load error, worded in both languages, with its line; the file by its name in `dir`.
 fn failure_of(dir: &Path, error: &LoadError) -> (String, LoadFailure) {
     match error {
-        LoadError::Python { file, error } => {
-            let line = error.python().and_then(|e| e.line);
-            let traceback = error.detail();
-            let what = match error {
-                SandboxError::Python(e) => {
-                    let message = if e.message.is_empty() {
-                        e.type_name.clone()
-                    } else {
-                        format!("{}: {}", e.type_name, e.message)
-                    };
-                    (message.clone(), message)
-                }
-                SandboxError::Deadline { limit, .. } => (
-                    format!("加载超时（超过 {} 秒）", limit.as_secs()),
-                    format!("loading ran past its {} s deadline", limit.as_secs()),
-                ),
-                other => (other.to_string(), other.to_string()),
-            };
-            let (zh, en) = match line {
-                Some(line) => (
-                    format!("{file} 第 {line} 行：{}", what.0),
-                    format!("{file}, line {line}: {}", what.1),
-                ),
-                None => (format!("{file}：{}", what.0), format!("{file}: {}", what.1)),
-            };
-            (
-                file.clone(),
-                LoadFailure {
-                    zh,
-                    en,
-                    line,
-                    traceback,
-                },
-            )
-        }
-        LoadError::NothingDeclared { file, functions } => {
-            let stem = file.strip_suffix(".py").unwrap_or(file);
-            let mut zh = format!(
-                "{file} 没有声明任何工具或回调：工具是与文件同名的函数（def {stem}(...)）或标了 @tool 的函数；回调须命名为 before_model_callback 等"
-            );
-            if !functions.is_empty() {
-                zh.push_str(&format!(
-                    "。文件中有 {}：在希望助手调用的函数上一行加 @tool",
-                    functions.join("、")
-                ));
-            }
-            (
-                file.clone(),
-                LoadFailure {
-                    zh,
-                    en: error.to_string(),
-                    line: None,
-                    traceback: String::new(),
-                },
-            )
-        }
+        LoadError::Python { file, error } => (file.clone(), python_failure(file, error)),
+        LoadError::NothingDeclared { file, functions } => (
+            file.clone(),
+            refused_file(nothing_declared_zh(file, functions), error),
+        ),
         LoadError::DuplicateTool { file, tool, first } => (
             file.clone(),
-            LoadFailure {
-                zh: format!("{file}：工具 {tool} 已在 {first} 中定义"),
-                en: error.to_string(),
-                line: None,
-                traceback: String::new(),
-            },
+            refused_file(format!("{file}：工具 {tool} 已在 {first} 中定义"), error),
         ),
         LoadError::Read { path, source } => {
-            // Its path in the folder, as the folder's files are named (`a/b/python_code.py`).
-            let file = path
-                .strip_prefix(dir)
-                .unwrap_or(path)
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect::<Vec<_>>()
-                .join("/");
-            (
-                file.clone(),
-                LoadFailure {
-                    zh: format!("无法读取 {file}：{source}"),
-                    en: error.to_string(),
-                    line: None,
-                    traceback: String::new(),
-                },
-            )
+            let file = name_in_folder(dir, path);
+            let zh = format!("无法读取 {file}：{source}");
+            (file, refused_file(zh, error))
         }
         LoadError::Declaration { file, message } => (
             file.clone(),
-            LoadFailure {
-                zh: format!("{file} 未加载：{message}"),
-                en: error.to_string(),
-                line: None,
-                traceback: String::new(),
-            },
+            refused_file(format!("{file} 未加载：{message}"), error),
         ),
         LoadError::SubAgent { file, agent, root } => (
             file.clone(),
-            LoadFailure {
-                zh: format!(
-                    "{file} 是子代理 {agent} 的回调；本应用只运行根代理（{root}），因此未加载"
-                ),
-                en: error.to_string(),
-                line: None,
-                traceback: String::new(),
-            },
+            refused_file(
+                format!("{file} 是子代理 {agent} 的回调；本应用只运行根代理（{root}），因此未加载"),
+                error,
+            ),
         ),
         LoadError::ReadDir { .. } => (
             String::new(),
-            LoadFailure {
-                zh: format!("无法读取文件夹：{error}"),
-                en: error.to_string(),
-                line: None,
-                traceback: String::new(),
-            },
+            refused_file(format!("无法读取文件夹：{error}"), error),
         ),
         // LoadError is not exhaustive to this crate; anything new is shown as it words itself.
         #[allow(unreachable_patterns)]
-        other => (
-            String::new(),
-            LoadFailure {
-                zh: other.to_string(),
-                en: other.to_string(),
-                line: None,
-                traceback: String::new(),
-            },
-        ),
+        other => (String::new(), refused_file(other.to_string(), other)),
     }
+}
+
+/// A file whose Python ran and failed (raised, ran past its deadline, broke the sandbox): the
+/// user is pointed at the line when Python named one, and gets the traceback to read.
+fn python_failure(file: &str, error: &SandboxError) -> LoadFailure {
+    let line = error.python().and_then(|e| e.line);
+    let traceback = error.detail();
+    let (what_zh, what_en) = match error {
+        SandboxError::Python(e) => {
+            // A bare `raise ValueError` has no message; its type alone still says something.
+            let message = if e.message.is_empty() {
+                e.type_name.clone()
+            } else {
+                format!("{}: {}", e.type_name, e.message)
+            };
+            (message.clone(), message)
+        }
+        SandboxError::Deadline { limit, .. } => (
+            format!("加载超时（超过 {} 秒）", limit.as_secs()),
+            format!("loading ran past its {} s deadline", limit.as_secs()),
+        ),
+        other => (other.to_string(), other.to_string()),
+    };
+    let (zh, en) = match line {
+        Some(line) => (
+            format!("{file} 第 {line} 行：{what_zh}"),
+            format!("{file}, line {line}: {what_en}"),
+        ),
+        None => (format!("{file}：{what_zh}"), format!("{file}: {what_en}")),
+    };
+    LoadFailure {
+        zh,
+        en,
+        line,
+        traceback,
+    }
+}
+
+/// A file refused before any of its code could fail (unreadable, badly declared, clashing):
+/// there is no line or traceback to show, and the English is pysandbox's own wording, so only
+/// the Chinese sentence is ours.
+fn refused_file(zh: String, error: &LoadError) -> LoadFailure {
+    LoadFailure {
+        zh,
+        en: error.to_string(),
+        line: None,
+        traceback: String::new(),
+    }
+}
+
+/// The Chinese for a file with nothing the agent can use: it says how a tool or a callback is
+/// declared, and names the file's functions, since the usual slip is a missing `@tool`.
+fn nothing_declared_zh(file: &str, functions: &[String]) -> String {
+    let stem = file.strip_suffix(".py").unwrap_or(file);
+    let mut zh = format!(
+        "{file} 没有声明任何工具或回调：工具是与文件同名的函数（def {stem}(...)）或标了 @tool 的函数；回调须命名为 before_model_callback 等"
+    );
+    if !functions.is_empty() {
+        zh.push_str(&format!(
+            "。文件中有 {}：在希望助手调用的函数上一行加 @tool",
+            functions.join("、")
+        ));
+    }
+    zh
+}
+
+/// An unreadable file's path in the folder, as the folder's files are named
+/// (`a/b/python_code.py`), so its error lands on the same row as the file.
+fn name_in_folder(dir: &Path, path: &Path) -> String {
+    path.strip_prefix(dir)
+        .unwrap_or(path)
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 #[cfg(test)]

@@ -98,124 +98,139 @@ impl SignInProblem {
     /// The problem in words, with what to change where, for an app on `console` (the
     /// developer console's base URL) with this App ID.
     pub fn view(&self, console: &str, app_id: &str) -> SignInProblemView {
-        let app_page =
-            |page: &str| (!app_id.is_empty()).then(|| format!("{console}/app/{app_id}/{page}"));
-        let (kind, title, fix, value, console_url) = match self {
-            SignInProblem::ScopesNotEnabled { scopes } => (
-                "scopes_not_enabled",
-                Text::new(
-                    "飞书拒绝了登录：应用尚未开通所需的权限（错误码 20027）",
-                    "Feishu refused the sign-in: the app has not enabled a permission it asks for (error 20027)",
-                ),
-                Text::new(
-                    "在飞书开发者后台打开你的应用 → 开发配置 → 权限管理，开通下面的权限（用户身份），然后创建并发布一个版本，再重新登录。",
-                    "In the Feishu developer console open your app → Development configuration → Permissions & Scopes, enable the permissions below (user identity), then create and publish a version and sign in again.",
-                ),
-                Some(scopes.join("\n")),
-                app_page("auth"),
-            ),
-            SignInProblem::RedirectNotRegistered { redirect_url } => (
-                "redirect_not_registered",
-                Text::new(
-                    "飞书拒绝了登录：重定向 URL 未在应用中登记（错误码 20029）",
-                    "Feishu refused the sign-in: the redirect URL is not registered with the app (error 20029)",
-                ),
-                Text::new(
-                    "在飞书开发者后台打开你的应用 → 开发配置 → 安全设置 → 重定向 URL，原样添加下面的地址（127.0.0.1 不能写成 localhost），保存后重新登录。",
-                    "In the Feishu developer console open your app → Development configuration → Security settings → Redirect URLs, add the URL below exactly (127.0.0.1, not localhost), save, and sign in again.",
-                ),
-                Some(redirect_url.clone()),
-                app_page("safe"),
-            ),
-            SignInProblem::AppNotPublished => (
-                "app_not_published",
-                Text::new(
-                    "飞书拒绝了登录：应用还没有发布版本（错误码 20009）",
-                    "Feishu refused the sign-in: no version of the app is published (error 20009)",
-                ),
-                Text::new(
-                    "在飞书开发者后台打开你的应用 → 应用发布 → 版本管理与发布，创建一个版本并申请发布；企业管理员审核通过后再重新登录。",
-                    "In the Feishu developer console open your app → App release → Version management & release, create a version and submit it; sign in again once your organisation's admin has approved it.",
-                ),
-                None,
-                None,
-            ),
-            SignInProblem::AppDisabled => (
-                "app_disabled",
-                Text::new(
-                    "飞书拒绝了登录：应用已停用（错误码 20069）",
-                    "Feishu refused the sign-in: the app is disabled (error 20069)",
-                ),
-                Text::new(
-                    "请企业管理员在飞书管理后台 → 工作台 → 应用管理中启用这个应用，或在开发者后台重新启用后再登录。",
-                    "Ask your organisation's admin to enable the app under Feishu Admin → Workplace → App management (or re-enable it in the developer console), then sign in again.",
-                ),
-                Some(app_id.to_owned()).filter(|a| !a.is_empty()),
-                None,
-            ),
-            SignInProblem::OutsideAvailability => (
-                "outside_availability",
-                Text::new(
-                    "飞书拒绝了登录：你不在应用的可用范围内（错误码 20010）",
-                    "Feishu refused the sign-in: you are outside the app's availability range (error 20010)",
-                ),
-                Text::new(
-                    "请应用的开发者在开发者后台 → 应用发布 → 版本管理与发布中把你加入可用范围并发布版本，或请企业管理员在管理后台调整可用范围，然后重新登录。",
-                    "Ask the app's developer to add you to its availability range (developer console → App release → Version management & release, then publish), or your admin to change it in Feishu Admin; then sign in again.",
-                ),
-                Some(app_id.to_owned()).filter(|a| !a.is_empty()),
-                None,
-            ),
-            SignInProblem::AppNotFound { app_id } => (
-                "app_not_found",
-                Text::new(
-                    "飞书拒绝了登录：找不到这个 App ID 的应用（错误码 20048）",
-                    "Feishu refused the sign-in: no app has this App ID (error 20048)",
-                ),
-                Text::new(
-                    "在设置 → 飞书应用中核对 App ID（开发者后台 → 凭证与基础信息），并确认选择的是飞书还是 Lark。",
-                    "Check the App ID under Settings → Feishu app against the developer console's Credentials & Basic Info, and whether the app is on Feishu or Lark.",
-                ),
-                Some(app_id.clone()).filter(|a| !a.is_empty()),
-                None,
-            ),
-            SignInProblem::TimedOut { minutes } => (
-                "timed_out",
-                Text::new(
-                    format!("登录在 {minutes} 分钟内没有完成，已停止等待"),
-                    format!(
-                        "The sign-in was not finished within {minutes} minutes and has stopped"
-                    ),
-                ),
-                Text::new(
-                    "再点一次「登录飞书」重新开始。如果授权页一直没有跳回应用，检查重定向 URL 是否登记正确。",
-                    "Press Sign in with Feishu to start again. If Feishu's page never came back to the app, check that the redirect URL is registered exactly.",
-                ),
-                None,
-                None,
-            ),
-            SignInProblem::Other { code } => (
-                "other",
-                Text::new(
-                    format!("飞书拒绝了登录（错误码 {code}）"),
-                    format!("Feishu refused the sign-in (error {code})"),
-                ),
-                Text::new(
-                    "在飞书开放平台文档中搜索这个错误码，按说明修改应用设置后重新登录。",
-                    "Search Feishu's open platform documentation for this code, change the app's settings as it says, and sign in again.",
-                ),
-                None,
-                None,
-            ),
-        };
         SignInProblemView {
-            kind: kind.to_owned(),
+            kind: self.kind().to_owned(),
             code: self.code(),
-            title,
-            fix,
-            value,
-            console_url,
+            title: self.title(),
+            fix: self.fix(),
+            value: self.value(app_id),
+            console_url: self.console_page(console, app_id),
         }
+    }
+
+    /// The stable name a surface tells the problems apart by.
+    fn kind(&self) -> &'static str {
+        match self {
+            SignInProblem::ScopesNotEnabled { .. } => "scopes_not_enabled",
+            SignInProblem::RedirectNotRegistered { .. } => "redirect_not_registered",
+            SignInProblem::AppNotPublished => "app_not_published",
+            SignInProblem::AppDisabled => "app_disabled",
+            SignInProblem::OutsideAvailability => "outside_availability",
+            SignInProblem::AppNotFound { .. } => "app_not_found",
+            SignInProblem::TimedOut { .. } => "timed_out",
+            SignInProblem::Other { .. } => "other",
+        }
+    }
+
+    /// What happened, with Feishu's code when Feishu gave one: it is what Feishu's documentation
+    /// and support go by.
+    fn title(&self) -> Text {
+        match self {
+            SignInProblem::ScopesNotEnabled { .. } => Text::new(
+                "飞书拒绝了登录：应用尚未开通所需的权限（错误码 20027）",
+                "Feishu refused the sign-in: the app has not enabled a permission it asks for (error 20027)",
+            ),
+            SignInProblem::RedirectNotRegistered { .. } => Text::new(
+                "飞书拒绝了登录：重定向 URL 未在应用中登记（错误码 20029）",
+                "Feishu refused the sign-in: the redirect URL is not registered with the app (error 20029)",
+            ),
+            SignInProblem::AppNotPublished => Text::new(
+                "飞书拒绝了登录：应用还没有发布版本（错误码 20009）",
+                "Feishu refused the sign-in: no version of the app is published (error 20009)",
+            ),
+            SignInProblem::AppDisabled => Text::new(
+                "飞书拒绝了登录：应用已停用（错误码 20069）",
+                "Feishu refused the sign-in: the app is disabled (error 20069)",
+            ),
+            SignInProblem::OutsideAvailability => Text::new(
+                "飞书拒绝了登录：你不在应用的可用范围内（错误码 20010）",
+                "Feishu refused the sign-in: you are outside the app's availability range (error 20010)",
+            ),
+            SignInProblem::AppNotFound { .. } => Text::new(
+                "飞书拒绝了登录：找不到这个 App ID 的应用（错误码 20048）",
+                "Feishu refused the sign-in: no app has this App ID (error 20048)",
+            ),
+            SignInProblem::TimedOut { minutes } => Text::new(
+                format!("登录在 {minutes} 分钟内没有完成，已停止等待"),
+                format!("The sign-in was not finished within {minutes} minutes and has stopped"),
+            ),
+            SignInProblem::Other { code } => Text::new(
+                format!("飞书拒绝了登录（错误码 {code}）"),
+                format!("Feishu refused the sign-in (error {code})"),
+            ),
+        }
+    }
+
+    /// Which setting to change and where (the console's menu path), or whom to ask when the
+    /// change is not the user's to make (an admin, the app's developer).
+    fn fix(&self) -> Text {
+        match self {
+            SignInProblem::ScopesNotEnabled { .. } => Text::new(
+                "在飞书开发者后台打开你的应用 → 开发配置 → 权限管理，开通下面的权限（用户身份），然后创建并发布一个版本，再重新登录。",
+                "In the Feishu developer console open your app → Development configuration → Permissions & Scopes, enable the permissions below (user identity), then create and publish a version and sign in again.",
+            ),
+            SignInProblem::RedirectNotRegistered { .. } => Text::new(
+                "在飞书开发者后台打开你的应用 → 开发配置 → 安全设置 → 重定向 URL，原样添加下面的地址（127.0.0.1 不能写成 localhost），保存后重新登录。",
+                "In the Feishu developer console open your app → Development configuration → Security settings → Redirect URLs, add the URL below exactly (127.0.0.1, not localhost), save, and sign in again.",
+            ),
+            SignInProblem::AppNotPublished => Text::new(
+                "在飞书开发者后台打开你的应用 → 应用发布 → 版本管理与发布，创建一个版本并申请发布；企业管理员审核通过后再重新登录。",
+                "In the Feishu developer console open your app → App release → Version management & release, create a version and submit it; sign in again once your organisation's admin has approved it.",
+            ),
+            SignInProblem::AppDisabled => Text::new(
+                "请企业管理员在飞书管理后台 → 工作台 → 应用管理中启用这个应用，或在开发者后台重新启用后再登录。",
+                "Ask your organisation's admin to enable the app under Feishu Admin → Workplace → App management (or re-enable it in the developer console), then sign in again.",
+            ),
+            SignInProblem::OutsideAvailability => Text::new(
+                "请应用的开发者在开发者后台 → 应用发布 → 版本管理与发布中把你加入可用范围并发布版本，或请企业管理员在管理后台调整可用范围，然后重新登录。",
+                "Ask the app's developer to add you to its availability range (developer console → App release → Version management & release, then publish), or your admin to change it in Feishu Admin; then sign in again.",
+            ),
+            SignInProblem::AppNotFound { .. } => Text::new(
+                "在设置 → 飞书应用中核对 App ID（开发者后台 → 凭证与基础信息），并确认选择的是飞书还是 Lark。",
+                "Check the App ID under Settings → Feishu app against the developer console's Credentials & Basic Info, and whether the app is on Feishu or Lark.",
+            ),
+            SignInProblem::TimedOut { .. } => Text::new(
+                "再点一次「登录飞书」重新开始。如果授权页一直没有跳回应用，检查重定向 URL 是否登记正确。",
+                "Press Sign in with Feishu to start again. If Feishu's page never came back to the app, check that the redirect URL is registered exactly.",
+            ),
+            SignInProblem::Other { .. } => Text::new(
+                "在飞书开放平台文档中搜索这个错误码，按说明修改应用设置后重新登录。",
+                "Search Feishu's open platform documentation for this code, change the app's settings as it says, and sign in again.",
+            ),
+        }
+    }
+
+    /// The exact value the fix needs, for the Copy button: what to enter (scopes, the redirect
+    /// URL), or the App ID the admin or the settings must find. None when there is nothing to
+    /// copy, or the App ID is not set.
+    fn value(&self, app_id: &str) -> Option<String> {
+        match self {
+            SignInProblem::ScopesNotEnabled { scopes } => Some(scopes.join("\n")),
+            SignInProblem::RedirectNotRegistered { redirect_url } => Some(redirect_url.clone()),
+            SignInProblem::AppDisabled | SignInProblem::OutsideAvailability => {
+                Some(app_id.to_owned()).filter(|a| !a.is_empty())
+            }
+            SignInProblem::AppNotFound { app_id } => Some(app_id.clone()).filter(|a| !a.is_empty()),
+            SignInProblem::AppNotPublished
+            | SignInProblem::TimedOut { .. }
+            | SignInProblem::Other { .. } => None,
+        }
+    }
+
+    /// The app's own page of the developer console where the fix is made, for the fixes made on
+    /// one page of it; it needs the App ID, so none without one.
+    fn console_page(&self, console: &str, app_id: &str) -> Option<String> {
+        let page = match self {
+            SignInProblem::ScopesNotEnabled { .. } => "auth",
+            SignInProblem::RedirectNotRegistered { .. } => "safe",
+            SignInProblem::AppNotPublished
+            | SignInProblem::AppDisabled
+            | SignInProblem::OutsideAvailability
+            | SignInProblem::AppNotFound { .. }
+            | SignInProblem::TimedOut { .. }
+            | SignInProblem::Other { .. } => return None,
+        };
+        (!app_id.is_empty()).then(|| format!("{console}/app/{app_id}/{page}"))
     }
 }
 
