@@ -185,11 +185,6 @@ impl Companion {
         }
     }
 
-    /// Rebuilds what depends on the settings (see [`Context::rebuild`]).
-    pub(crate) async fn rebuild(&self) -> Result<(), CompanionError> {
-        self.ctx.rebuild().await
-    }
-
     /// Which data the app works on now: the demo's or the user's own Feishu app's.
     pub fn profile(&self) -> runtime::Profile {
         self.ctx.profile()
@@ -240,15 +235,10 @@ impl Companion {
         self.ctx.demo()
     }
 
-    /// The user id sessions are kept under: the person last signed in (whether or not the
-    /// sign-in still holds), or `local` before any sign-in.
-    async fn user_id(&self) -> String {
-        crate::person::owner_id(self)
-    }
-
     /// Starts a new conversation.
     pub async fn create_session(&self) -> Result<String, CompanionError> {
-        let user = self.user_id().await;
+        // The person last signed in, or `local` before any sign-in (crate::person).
+        let user = crate::person::owner_id(self);
         Ok(self.engine().create_session(&user, &Default::default())?)
     }
 
@@ -512,9 +502,7 @@ impl Companion {
     }
 
     /// The "Connect my Feishu" in progress (see [`crate::connect`]).
-    pub(crate) fn connect_slot(
-        &self,
-    ) -> &Mutex<Option<(tokio::task::JoinHandle<()>, crate::connect::DeviceTicket)>> {
+    pub(crate) fn connect_slot(&self) -> &ConnectSlot {
         &self.connect
     }
 
