@@ -3,7 +3,8 @@
 //! the answer comes back, so the next message already uses them. Entering the App ID, App
 //! Secret and a model key leaves demo mode; clearing the App ID goes back to it.
 
-use crate::app::{Companion, CompanionError};
+use crate::app::Companion;
+use crate::error::CompanionError;
 use crate::settings::Settings;
 
 impl Companion {

@@ -13,7 +13,8 @@ use agent::{
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::app::{Companion, CompanionError};
+use crate::app::Companion;
+use crate::error::CompanionError;
 use crate::python::TEMPLATE;
 use crate::python::view::{
     AssistantInput, AssistantView, BuiltinToolView, CallbackTryView, PythonFileView, PythonRunView,

@@ -12,7 +12,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use ts_rs::TS;
 
-use crate::app::{APP_SECRET, Companion};
+use crate::app::Companion;
+use crate::options::APP_SECRET;
 use crate::view::Text;
 
 /// How long each check may take.

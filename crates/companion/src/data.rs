@@ -13,7 +13,9 @@ use std::sync::Arc;
 use serde::Serialize;
 use ts_rs::TS;
 
-use crate::app::{APP_SECRET, Companion, CompanionError};
+use crate::app::Companion;
+use crate::error::CompanionError;
+use crate::options::APP_SECRET;
 use crate::paths::AppPaths;
 use crate::view::Text;
 

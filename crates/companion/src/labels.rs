@@ -159,7 +159,7 @@ mod tests {
         for s in emulator::feishu::api::scopes::PREFERRED_SCOPES {
             assert!(APP_SCOPES.contains(s), "{s} missing from APP_SCOPES");
         }
-        assert!(APP_SCOPES.contains(&crate::app::PEOPLE_NAMES_SCOPE));
+        assert!(APP_SCOPES.contains(&crate::options::PEOPLE_NAMES_SCOPE));
     }
 
     #[test]

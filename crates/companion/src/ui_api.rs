@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use agent::CallStatus;
 use agent::persist::CallFilter;
 
-use crate::app::{Companion, CompanionError, lock};
+use crate::app::Companion;
+use crate::error::CompanionError;
+use crate::sync::lock;
 use crate::settings::Settings;
 use crate::text::{cut, snake};
 use crate::view::{
@@ -270,7 +272,7 @@ impl Companion {
             .collect();
         Ok(SettingsView {
             redirect_url: settings.feishu.redirect_url(),
-            app_secret_set: secrets.iter().any(|s| s == crate::app::APP_SECRET),
+            app_secret_set: secrets.iter().any(|s| s == crate::options::APP_SECRET),
             settings,
             presets,
             app_scopes: crate::labels::APP_SCOPES

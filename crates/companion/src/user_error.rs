@@ -7,7 +7,7 @@
 use serde::Serialize;
 use ts_rs::TS;
 
-use crate::app::CompanionError;
+use crate::error::CompanionError;
 use crate::view::Text;
 
 /// A command's failure, as the UI receives it.

@@ -6,7 +6,9 @@ use super::view::{
     AgentSetupView, AgentToolChoiceView, AgentToolsInput, ConnectedAgentView, ConnectedAgentsView,
     NewAgentView,
 };
-use crate::app::{Companion, CompanionError, lock};
+use crate::app::Companion;
+use crate::error::CompanionError;
+use crate::sync::lock;
 use crate::view::Text;
 
 /// The name clients know the server by (`mcp__feishu-companion__approve`).

@@ -23,7 +23,9 @@ use std::sync::{Arc, Mutex};
 
 use agent::{AgentTool, LlmAgent};
 
-use crate::app::{Companion, CompanionError, lock};
+use crate::app::Companion;
+use crate::error::CompanionError;
+use crate::sync::lock;
 use registry::{AgentsFile, ClientRecord};
 
 pub use registry::requester_name;

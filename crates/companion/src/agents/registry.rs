@@ -10,7 +10,7 @@ use std::sync::{OnceLock, RwLock};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
-use crate::app::CompanionError;
+use crate::error::CompanionError;
 
 /// The prefix of every agent token, so one pasted in the wrong place is recognisable.
 pub(crate) const TOKEN_PREFIX: &str = "fca_";

@@ -10,7 +10,7 @@ use mcp::serve::relay::{RelayTarget, run};
 
 use super::server::{Discovery, discovery_file};
 use crate::AppPaths;
-use crate::app::CompanionError;
+use crate::error::CompanionError;
 
 /// How long a started app may take to answer.
 const START_WAIT: Duration = Duration::from_secs(60);

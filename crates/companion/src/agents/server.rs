@@ -15,7 +15,8 @@ use tokio_util::sync::CancellationToken;
 use super::ConnectedAgents;
 use super::registry::DEFAULT_PORT;
 use super::tools::{APPROVE, approve_schema};
-use crate::app::{Companion, WeakCompanion, lock};
+use crate::app::{Companion, WeakCompanion};
+use crate::sync::lock;
 
 /// Where the server is, as far as the app knows.
 #[derive(Debug, Default)]

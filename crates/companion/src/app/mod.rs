@@ -18,12 +18,11 @@ use tokio::sync::broadcast;
 use crate::context::{Context, Parts, Wiring};
 pub use crate::error::CompanionError;
 pub use crate::events::{SignInStatus, SignInTicket, UiEvent};
-pub use crate::options::{APP_SECRET, DEMO_APP_ID, OpenOptions, PEOPLE_NAMES_SCOPE};
+pub use crate::options::{DEMO_APP_ID, OpenOptions, PEOPLE_NAMES_SCOPE};
 use crate::paths::AppPaths;
 pub use crate::runtime::Demo;
 use crate::runtime::{self, Kept, Runtime};
 use crate::settings::Settings;
-pub(crate) use crate::sync::lock;
 
 /// The "Connect my Feishu" in progress, and its code.
 type ConnectSlot = Mutex<Option<(tokio::task::JoinHandle<()>, crate::connect::DeviceTicket)>>;

@@ -16,7 +16,11 @@ pub mod view;
 
 use feishu::{Brand, DeviceFlowError, Endpoints, RegistrationClient};
 
-use crate::app::{APP_SECRET, Companion, CompanionError, SignInStatus, lock};
+use crate::app::Companion;
+use crate::error::CompanionError;
+use crate::events::SignInStatus;
+use crate::options::APP_SECRET;
+use crate::sync::lock;
 
 pub use status::{ConnectFailure, ConnectStatus, DeviceTicket};
 

@@ -7,7 +7,9 @@ use super::McpEvent;
 use super::view::{
     McpImportSourceView, McpImportView, McpSecretInput, McpServerInput, McpServerView,
 };
-use crate::app::{Companion, CompanionError, UiEvent};
+use crate::app::Companion;
+use crate::error::CompanionError;
+use crate::events::UiEvent;
 
 impl Companion {
     /// Every configured server with its state and tools.

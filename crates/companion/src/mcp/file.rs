@@ -9,7 +9,7 @@ use std::path::Path;
 use mcp::{ServerConfig, ToolInfo};
 use serde::{Deserialize, Serialize};
 
-use crate::app::CompanionError;
+use crate::error::CompanionError;
 
 /// The configuration file's content.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

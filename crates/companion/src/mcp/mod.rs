@@ -22,7 +22,8 @@ use mcp::config::{SecretKind, secret_name};
 use mcp::{Hub, Resolved, ServerConfig, TransportConfig};
 use store::vault::Vault;
 
-use crate::app::{CompanionError, lock};
+use crate::error::CompanionError;
+use crate::sync::lock;
 use file::McpFile;
 use view::{McpServerView, McpToolView};
 

@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 use tokio::sync::{broadcast, oneshot};
 use ts_rs::TS;
 
-use crate::app::lock;
+use crate::sync::lock;
 
 /// How long a question waits when its server's timeout is not known.
 const DEFAULT_WAIT: Duration = Duration::from_secs(10 * 60);

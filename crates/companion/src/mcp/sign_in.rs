@@ -17,7 +17,9 @@ use mcp::oauth::{StoreError, TokenBlob, TokenStore};
 use mcp::{Credentials, McpOAuth};
 use store::vault::Vault;
 
-use crate::app::{Companion, CompanionError, SignInStatus, SignInTicket};
+use crate::app::Companion;
+use crate::error::CompanionError;
+use crate::events::{SignInStatus, SignInTicket};
 
 /// What a call held for a server's sign-in waits for.
 pub(crate) const SCOPE_PREFIX: &str = "mcp:";

@@ -19,7 +19,7 @@ use secrecy::ExposeSecret as _;
 use serde_json::Value;
 use url::Url;
 
-use crate::assistant::PythonFileSettings;
+use crate::settings::assistant::PythonFileSettings;
 
 /// The longest any HTTP request from Python may take, whatever its own timeout says (the
 /// sandbox's deadline bounds the whole call anyway).

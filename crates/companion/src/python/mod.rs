@@ -23,8 +23,8 @@ use pysandbox::{
     Folder, LoadError, PythonExtensions, Reporter, Sandbox, SandboxConfig, SandboxError,
 };
 
-use crate::app::lock;
-use crate::assistant::PythonFileSettings;
+use crate::sync::lock;
+use crate::settings::assistant::PythonFileSettings;
 use view::{PythonFileView, PythonReportView, SandboxStateView, ToolDeclarationView};
 
 /// Overrides where the compiled sandbox is cached (the end-to-end tests share one).
@@ -107,11 +107,11 @@ impl PythonTools {
     /// the data folder (or where the options say), the component found among the resources.
     pub(crate) fn for_app(
         paths: &crate::paths::AppPaths,
-        options: &crate::app::OpenOptions,
-    ) -> Result<PythonTools, crate::app::CompanionError> {
+        options: &crate::options::OpenOptions,
+    ) -> Result<PythonTools, crate::error::CompanionError> {
         let dir = paths.python_dir();
         std::fs::create_dir_all(&dir).map_err(|e| {
-            crate::app::CompanionError::Other(format!("cannot create {}: {e}", dir.display()))
+            crate::error::CompanionError::Other(format!("cannot create {}: {e}", dir.display()))
         })?;
         // The end-to-end tests keep one compiled sandbox for every run of the real app.
         let chosen = options.python_cache_dir.clone().or_else(|| {

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use crate::assistant::PythonFileSettings;
+use crate::settings::assistant::PythonFileSettings;
 use crate::view::{PreviewView, Text};
 
 use super::FileStatus;

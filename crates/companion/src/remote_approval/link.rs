@@ -7,7 +7,10 @@ use feishu::longconn::{LinkState, LongConnection, Options};
 use feishu::{AppCredentials, BotClient, Endpoints};
 use secrecy::SecretString;
 
-use crate::app::{APP_SECRET, Companion, CompanionError, DEMO_APP_ID, lock};
+use crate::app::Companion;
+use crate::error::CompanionError;
+use crate::options::{APP_SECRET, DEMO_APP_ID};
+use crate::sync::lock;
 use crate::check::CheckItemView;
 use crate::view::Text;
 

@@ -32,7 +32,8 @@ use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 use ts_rs::TS;
 
-use crate::app::{Companion, lock};
+use crate::app::Companion;
+use crate::sync::lock;
 use crate::view::CallView;
 
 /// Cards waiting for a decision in the chat at once.

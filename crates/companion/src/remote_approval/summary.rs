@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 
 use super::card::{self, Action, Lang, grey_line, header, line, plain};
 use super::refused_for_good;
-use crate::app::{Companion, lock};
+use crate::app::Companion;
+use crate::sync::lock;
 use crate::view::CallView;
 
 /// How many of the held-back calls the summary names, one line each.

@@ -16,7 +16,8 @@ pub(crate) mod problem;
 
 pub use problem::{SignInProblem, SignInProblemView, console_base};
 
-use crate::app::{Companion, SignInStatus};
+use crate::app::Companion;
+use crate::events::SignInStatus;
 
 impl Companion {
     /// Feishu's authorize page refused the sign-in in progress with `code` (read off the page

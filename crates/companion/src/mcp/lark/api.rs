@@ -4,7 +4,9 @@
 use super::node::{LTS_MAJOR, NodeProblem};
 use super::setup::{self, Progress, VERSION};
 use super::{ID, reads};
-use crate::app::{Companion, CompanionError, UiEvent};
+use crate::app::Companion;
+use crate::error::CompanionError;
+use crate::events::UiEvent;
 use crate::mcp::McpEvent;
 use crate::mcp::view::LarkMcpView;
 use crate::view::Text;
