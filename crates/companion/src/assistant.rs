@@ -230,7 +230,7 @@ impl Companion {
         let agent = self.build_agent()?;
         self.engine().set_agent(agent)?;
         // The MCP servers' tools may have changed, and agents may have been given them.
-        self.apply_connected_agents()
+        self.agents().apply_connected_agents()
     }
 
     /// Prepares the Python sandbox in the background (never delaying the window: tens of

@@ -10,8 +10,8 @@ use agent::persist::CallFilter;
 
 use crate::app::Companion;
 use crate::error::CompanionError;
-use crate::sync::lock;
 use crate::settings::Settings;
+use crate::sync::lock;
 use crate::text::{cut, snake};
 use crate::view::{
     AccountView, AppInfo, AuditQuery, AuditView, BatchDecision, CallView, DecisionInput,

@@ -1,12 +1,12 @@
 //! The user's actions on Settings → Connected agents: list, add (the token is shown once),
 //! pause or resume, revoke, and choose an agent's tools.
 
+use super::Agents;
 use super::registry::{self, ClientRecord};
 use super::view::{
     AgentSetupView, AgentToolChoiceView, AgentToolsInput, ConnectedAgentView, ConnectedAgentsView,
     NewAgentView,
 };
-use crate::app::Companion;
 use crate::error::CompanionError;
 use crate::sync::lock;
 use crate::view::Text;
@@ -20,7 +20,7 @@ pub const TOKEN_VARIABLE: &str = "FEISHU_COMPANION_TOKEN";
 /// The longest name an agent can be given.
 const MAX_NAME: usize = 60;
 
-impl Companion {
+impl Agents {
     /// The page.
     pub fn connected_agents(&self) -> ConnectedAgentsView {
         let mut clients = self.agent_registry().snapshot().clients;

@@ -18,8 +18,8 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::Agents;
 use super::tools::{APPROVE, REQUEST_APPROVAL, flatten_permission, updated_input};
-use crate::app::Companion;
 
 /// While a call waits, the client hears where it stands this often (and at every change).
 const REPORT_EVERY: Duration = Duration::from_secs(10);
@@ -65,7 +65,7 @@ fn internal(e: impl std::fmt::Display) -> GatewayError {
     GatewayError::Internal(e.to_string())
 }
 
-impl Companion {
+impl Agents {
     /// Runs one tool call of a connected agent through the gate and answers it.
     pub(crate) async fn agent_call(
         &self,

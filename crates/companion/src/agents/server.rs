@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::ConnectedAgents;
 use super::registry::DEFAULT_PORT;
 use super::tools::{APPROVE, approve_schema};
-use crate::app::{Companion, WeakCompanion};
+use super::{Agents, WeakAgents};
 use crate::sync::lock;
 
 /// Where the server is, as far as the app knows.
@@ -43,7 +43,7 @@ pub fn discovery_file(paths: &crate::AppPaths) -> std::path::PathBuf {
 
 /// The app's side of the MCP server.
 struct AppGateway {
-    app: WeakCompanion,
+    app: WeakAgents,
     agents: Arc<ConnectedAgents>,
 }
 
@@ -96,7 +96,7 @@ impl Gateway for AppGateway {
     }
 }
 
-impl Companion {
+impl Agents {
     /// Starts the server for connected agents (once; a second call is a no-op) and closes what
     /// earlier runs of the app left waiting for agents that are gone.
     pub(crate) async fn start_agent_server(&self, port: Option<u16>) {
@@ -146,7 +146,7 @@ impl Companion {
             };
             let path = discovery_file(self.paths());
             let written = serde_json::to_vec_pretty(&discovery)
-                .map_err(|e| crate::CompanionError::Other(e.to_string()))
+                .map_err(|e| crate::error::CompanionError::Other(e.to_string()))
                 .and_then(|bytes| crate::mcp::file::write_atomic(&path, &bytes));
             if let Err(e) = written {
                 tracing::warn!(error = %e, "the relay will not find the server");

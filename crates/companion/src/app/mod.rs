@@ -1,5 +1,6 @@
 //! The application core: opens everything, and offers one async function per user action.
 
+mod agents;
 mod chat;
 mod settings;
 mod sign_in;
@@ -41,7 +42,7 @@ pub struct Companion {
     /// The user's MCP servers (see [`crate::mcp`]); they outlive runtime rebuilds.
     mcp: Arc<crate::mcp::McpServers>,
     /// The user's other agents asking over MCP (see [`crate::agents`]).
-    agents: Arc<crate::agents::ConnectedAgents>,
+    agents: crate::agents::Agents,
     /// The "Connect my Feishu" in progress, and its code.
     connect: Arc<ConnectSlot>,
 }
@@ -71,7 +72,7 @@ pub(crate) struct WeakCompanion {
     python_host: std::sync::Weak<crate::python::host::AppHost>,
     remote: std::sync::Weak<crate::remote_approval::Remote>,
     mcp: std::sync::Weak<crate::mcp::McpServers>,
-    agents: std::sync::Weak<crate::agents::ConnectedAgents>,
+    agents: crate::agents::WeakAgents,
     connect: std::sync::Weak<ConnectSlot>,
 }
 
@@ -118,7 +119,7 @@ impl Companion {
                 .map_err(CompanionError::Other)?,
         );
         let mcp = Arc::new(crate::mcp::McpServers::open(&paths, &vault));
-        let agents = Arc::new(crate::agents::ConnectedAgents::open(&paths.config_dir));
+        let registry = Arc::new(crate::agents::ConnectedAgents::open(&paths.config_dir));
         let extensions = runtime::Extensions {
             python: &python,
             mcp: &mcp,
@@ -139,6 +140,7 @@ impl Companion {
                 .into_inner()
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         });
+        let agents = crate::agents::Agents::new(ctx.clone(), registry, mcp.clone());
         let companion = Companion {
             ctx,
             python,
@@ -151,7 +153,7 @@ impl Companion {
         companion
             .ctx
             .set_wiring(Arc::new(AppWiring(companion.downgrade())));
-        companion.apply_connected_agents()?;
+        companion.agents.apply_connected_agents()?;
         companion.recover(&runtime).await?;
         if runtime.demo.is_some() {
             // The emulator starts afresh with every launch and knows no earlier token, so a
@@ -166,6 +168,7 @@ impl Companion {
         companion.list_unknown_mcp_tools();
         companion.forward_mcp_questions();
         companion
+            .agents
             .start_agent_server(companion.options().agents_port)
             .await;
         Ok(companion)
@@ -179,7 +182,7 @@ impl Companion {
             python_host: Arc::downgrade(&self.python_host),
             remote: Arc::downgrade(&self.remote),
             mcp: Arc::downgrade(&self.mcp),
-            agents: Arc::downgrade(&self.agents),
+            agents: self.agents.downgrade(),
             connect: Arc::downgrade(&self.connect),
         }
     }
@@ -214,9 +217,14 @@ impl Companion {
         &self.mcp
     }
 
+    /// The connected agents feature.
+    pub(crate) fn agents(&self) -> &crate::agents::Agents {
+        &self.agents
+    }
+
     /// The connected agents (see [`crate::agents`]).
     pub(crate) fn agent_registry(&self) -> &Arc<crate::agents::ConnectedAgents> {
-        &self.agents
+        self.agents.agent_registry()
     }
 
     /// What Python code reaches outside the sandbox.
@@ -588,7 +596,7 @@ impl Wiring for AppWiring {
         };
         app.python_host.attach(runtime);
         // The new engine knows no connected agent yet.
-        app.apply_connected_agents()
+        app.agents.apply_connected_agents()
     }
 
     fn compose(&self, _ctx: &Context) -> Result<(), CompanionError> {
