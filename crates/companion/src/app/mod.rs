@@ -2,6 +2,8 @@
 
 mod agents;
 mod chat;
+mod mcp;
+mod remote;
 mod settings;
 mod sign_in;
 
@@ -38,9 +40,9 @@ pub struct Companion {
     /// What that Python reaches outside the sandbox; re-attached to each new runtime.
     python_host: Arc<crate::python::host::AppHost>,
     /// Approving from Feishu (see [`crate::remote_approval`]).
-    remote: Arc<crate::remote_approval::Remote>,
+    remote: crate::remote_approval::RemoteApproval,
     /// The user's MCP servers (see [`crate::mcp`]); they outlive runtime rebuilds.
-    mcp: Arc<crate::mcp::McpServers>,
+    mcp: crate::mcp::api::Mcp,
     /// The user's other agents asking over MCP (see [`crate::agents`]).
     agents: crate::agents::Agents,
     /// The "Connect my Feishu" in progress, and its code.
@@ -70,8 +72,8 @@ pub(crate) struct WeakCompanion {
     ctx: crate::context::WeakContext,
     python: std::sync::Weak<crate::python::PythonTools>,
     python_host: std::sync::Weak<crate::python::host::AppHost>,
-    remote: std::sync::Weak<crate::remote_approval::Remote>,
-    mcp: std::sync::Weak<crate::mcp::McpServers>,
+    remote: crate::remote_approval::WeakRemoteApproval,
+    mcp: crate::mcp::api::WeakMcp,
     agents: crate::agents::WeakAgents,
     connect: std::sync::Weak<ConnectSlot>,
 }
@@ -118,11 +120,11 @@ impl Companion {
             crate::python::host::AppHost::new(python.files.clone())
                 .map_err(CompanionError::Other)?,
         );
-        let mcp = Arc::new(crate::mcp::McpServers::open(&paths, &vault));
+        let servers = Arc::new(crate::mcp::McpServers::open(&paths, &vault));
         let registry = Arc::new(crate::agents::ConnectedAgents::open(&paths.config_dir));
         let extensions = runtime::Extensions {
             python: &python,
-            mcp: &mcp,
+            mcp: &servers,
         };
         let runtime = runtime::build(
             &paths, &settings, &options, &vault, &store, &kept, extensions,
@@ -140,12 +142,14 @@ impl Companion {
                 .into_inner()
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         });
-        let agents = crate::agents::Agents::new(ctx.clone(), registry, mcp.clone());
+        let agents = crate::agents::Agents::new(ctx.clone(), registry.clone(), servers.clone());
+        let remote = crate::remote_approval::RemoteApproval::new(ctx.clone(), registry);
+        let mcp = crate::mcp::api::Mcp::new(ctx.clone(), servers);
         let companion = Companion {
             ctx,
             python,
             python_host,
-            remote: Arc::default(),
+            remote,
             mcp,
             agents,
             connect: Arc::default(),
@@ -163,10 +167,10 @@ impl Companion {
         }
         // In the background: never delays the first window (issue 16).
         companion.start_python();
-        companion.start_remote_approval();
-        companion.forward_mcp_events();
-        companion.list_unknown_mcp_tools();
-        companion.forward_mcp_questions();
+        companion.remote.start_remote_approval();
+        companion.mcp.forward_mcp_events();
+        companion.mcp.list_unknown_mcp_tools();
+        companion.mcp.forward_mcp_questions();
         companion
             .agents
             .start_agent_server(companion.options().agents_port)
@@ -180,8 +184,8 @@ impl Companion {
             ctx: self.ctx.downgrade(),
             python: Arc::downgrade(&self.python),
             python_host: Arc::downgrade(&self.python_host),
-            remote: Arc::downgrade(&self.remote),
-            mcp: Arc::downgrade(&self.mcp),
+            remote: self.remote.downgrade(),
+            mcp: self.mcp.downgrade(),
             agents: self.agents.downgrade(),
             connect: Arc::downgrade(&self.connect),
         }
@@ -214,7 +218,7 @@ impl Companion {
 
     /// The user's MCP servers (for the application core's own modules).
     pub(crate) fn mcp(&self) -> &Arc<crate::mcp::McpServers> {
-        &self.mcp
+        self.mcp.mcp()
     }
 
     /// The connected agents feature.
@@ -299,30 +303,7 @@ impl Companion {
 
     /// Everything waiting for the user, across conversations, oldest first.
     pub fn pending(&self) -> Result<Vec<CallRecord>, CompanionError> {
-        // Only the person's: another person's waiting approvals stay apart (crate::person).
-        let users = self.users_calls()?;
-        Ok(self
-            .engine()
-            .pending_calls()?
-            .into_iter()
-            .filter(|c| users(c))
-            .collect())
-    }
-
-    /// Which calls are the person's: those of their conversations, and their connected agents'
-    /// (which wait in the same inbox and on the same Feishu cards).
-    pub(crate) fn users_calls(
-        &self,
-    ) -> Result<impl Fn(&CallRecord) -> bool + use<>, CompanionError> {
-        let owned = crate::person::owned_session_ids(self)?;
-        let agents: BTreeSet<String> = self
-            .agent_registry()
-            .snapshot()
-            .clients
-            .into_iter()
-            .map(|a| a.id)
-            .collect();
-        Ok(move |c: &CallRecord| owned.contains(&c.session_id) || agents.contains(&c.agent_name))
+        crate::waiting::pending(&self.ctx, self.agent_registry())
     }
 
     /// The always/never rules, revoked ones included.
@@ -355,7 +336,7 @@ impl Companion {
         // A remote MCP server's own sign-in, asked for by its card or its settings row.
         if let Some(server) = crate::mcp::sign_in::server_of_scopes(&scopes) {
             let server = server.to_owned();
-            return self.begin_mcp_sign_in(&server).await;
+            return self.mcp.begin_mcp_sign_in(&server).await;
         }
         let mut wanted: BTreeSet<String> = scopes.into_iter().collect();
         if wanted.is_empty() {
@@ -486,28 +467,6 @@ impl Companion {
         }
     }
 
-    /// Approving from Feishu (for its own module).
-    pub(crate) fn remote(&self) -> Arc<crate::remote_approval::Remote> {
-        self.remote.clone()
-    }
-
-    /// Asks the window to show a call ("Open in app" on its card in Feishu).
-    pub(crate) fn emit_open_call(&self, call_id: &str) {
-        self.emit(UiEvent::OpenCall {
-            call_id: call_id.to_owned(),
-        });
-    }
-
-    /// Asks the window to show the inbox ("Open in app" on the summary card in Feishu).
-    pub(crate) fn emit_open_inbox(&self) {
-        self.emit(UiEvent::OpenInbox);
-    }
-
-    /// Tells the UI which calls' cards wait in Feishu now.
-    pub(crate) fn emit_remote_cards(&self, call_ids: Vec<String>) {
-        self.emit(UiEvent::RemoteCards { call_ids });
-    }
-
     /// The "Connect my Feishu" in progress (see [`crate::connect`]).
     pub(crate) fn connect_slot(&self) -> &ConnectSlot {
         &self.connect
@@ -584,7 +543,7 @@ impl Wiring for AppWiring {
             ctx.kept(),
             runtime::Extensions {
                 python: &app.python,
-                mcp: &app.mcp,
+                mcp: app.mcp.mcp(),
             },
         )
         .await

@@ -5,6 +5,17 @@ use crate::error::CompanionError;
 use crate::view::ModelListView;
 
 impl Companion {
+    /// Checks the App ID and Secret, the redirect port and the model as the settings hold them
+    /// (not the demo's stand-ins), and says how each went; with approving from Feishu on, what
+    /// it needs of the app too.
+    pub async fn check_connection(&self) -> crate::check::CheckView {
+        let mut view = crate::check::check_connection(&self.ctx).await;
+        if self.settings().remote_approval.enabled {
+            view.items.extend(self.remote.check_remote_approval().await);
+        }
+        view
+    }
+
     /// The models `preset` offers. `base_url` overrides the preset's (it is required for
     /// `custom`). The stored key is used; none is needed for services that take none.
     pub async fn list_models(

@@ -4,7 +4,7 @@
 //! running when the model or the Feishu app changes); a change of servers or of a server's
 //! tools rebuilds the agent for the next turn.
 
-mod api;
+pub(crate) mod api;
 pub(crate) mod event;
 pub(crate) mod feishu;
 pub use event::McpEvent;

@@ -17,9 +17,9 @@ use mcp::oauth::{StoreError, TokenBlob, TokenStore};
 use mcp::{Credentials, McpOAuth};
 use store::vault::Vault;
 
-use crate::app::Companion;
 use crate::error::CompanionError;
 use crate::events::{SignInStatus, SignInTicket};
+use crate::mcp::api::Mcp;
 
 /// What a call held for a server's sign-in waits for.
 pub(crate) const SCOPE_PREFIX: &str = "mcp:";
@@ -131,7 +131,7 @@ impl Credentials for ServerSignIn {
     }
 }
 
-impl Companion {
+impl Mcp {
     /// Starts the sign-in to MCP server `id` for the calls held for it: the page to open, and
     /// in the background the listener that takes the answer, after which those calls run again.
     pub(crate) async fn begin_mcp_sign_in(&self, id: &str) -> Result<SignInTicket, CompanionError> {

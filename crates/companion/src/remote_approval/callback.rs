@@ -22,7 +22,7 @@ use agent::{CallStatus, Decision, DecisionSource, EngineError, EngineEvent};
 use serde_json::{Value, json};
 
 use super::card::{self, Action, Lang};
-use crate::app::{Companion, WeakCompanion};
+use super::{RemoteApproval, WeakRemoteApproval};
 use crate::view::CallView;
 
 /// How long the answer waits for the decision to be recorded.
@@ -30,11 +30,11 @@ const DECISION_WAIT: Duration = Duration::from_millis(2200);
 
 /// Receives the long connection's callbacks for the app.
 pub(crate) struct Handler {
-    app: WeakCompanion,
+    app: WeakRemoteApproval,
 }
 
 impl Handler {
-    pub(crate) fn new(app: WeakCompanion) -> Handler {
+    pub(crate) fn new(app: WeakRemoteApproval) -> Handler {
         Handler { app }
     }
 }
@@ -100,7 +100,7 @@ fn read_click(payload: &Value) -> Option<Click> {
     })
 }
 
-impl Companion {
+impl RemoteApproval {
     /// Answers one callback: a card action decides (or refuses) and answers the toast and the
     /// card; anything else is acknowledged with nothing.
     pub(crate) async fn card_action(&self, payload: &Value) -> Option<Value> {

@@ -7,7 +7,7 @@ use feishu::longconn::{LinkState, LongConnection, Options};
 use feishu::{AppCredentials, BotClient, Endpoints};
 use secrecy::SecretString;
 
-use crate::app::Companion;
+use super::RemoteApproval;
 use crate::check::CheckItemView;
 use crate::error::CompanionError;
 use crate::options::{APP_SECRET, DEMO_APP_ID};
@@ -52,7 +52,7 @@ pub(super) fn state_name(state: &LinkState) -> (&'static str, Option<String>) {
     }
 }
 
-impl Companion {
+impl RemoteApproval {
     /// The hosts and credentials of the app the runtime uses now.
     fn bot_app(&self) -> Result<(Endpoints, AppCredentials), CompanionError> {
         let endpoints = self.tokens().oauth().endpoints().clone();
@@ -138,7 +138,7 @@ fn item(part: &str, ok: bool, label: Text, detail: Text) -> CheckItemView {
 }
 
 /// The bot capability, the scope to send as the bot, and the long connection.
-pub(super) async fn check(app: &Companion) -> Vec<CheckItemView> {
+pub(super) async fn check(app: &RemoteApproval) -> Vec<CheckItemView> {
     let bot_label = Text::new("机器人能力", "Bot capability");
     let scope_label = Text::new(
         "以应用身份发消息的权限",

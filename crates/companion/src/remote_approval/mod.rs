@@ -32,7 +32,8 @@ use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 use ts_rs::TS;
 
-use crate::app::Companion;
+use crate::agents::ConnectedAgents;
+use crate::context::{Context, WeakContext};
 use crate::sync::lock;
 use crate::view::CallView;
 
@@ -176,7 +177,98 @@ impl Remote {
     }
 }
 
-impl Companion {
+/// Approving from Feishu, as a feature: the context, the loop's state, and the connected
+/// agents (their calls are the person's too, and get cards). Cheap to clone; the app keeps one.
+#[derive(Clone)]
+pub(crate) struct RemoteApproval {
+    ctx: Context,
+    remote: Arc<Remote>,
+    agents: Arc<ConnectedAgents>,
+}
+
+// A feature reads the context as its own: what it adds is its state, not another context.
+impl std::ops::Deref for RemoteApproval {
+    type Target = Context;
+    fn deref(&self) -> &Context {
+        &self.ctx
+    }
+}
+
+/// [`RemoteApproval`] that does not keep the app alive (for the loop and Feishu's callbacks).
+#[derive(Clone)]
+pub(crate) struct WeakRemoteApproval {
+    ctx: WeakContext,
+    remote: std::sync::Weak<Remote>,
+    agents: std::sync::Weak<ConnectedAgents>,
+}
+
+impl WeakRemoteApproval {
+    pub(crate) fn upgrade(&self) -> Option<RemoteApproval> {
+        Some(RemoteApproval {
+            ctx: self.ctx.upgrade()?,
+            remote: self.remote.upgrade()?,
+            agents: self.agents.upgrade()?,
+        })
+    }
+}
+
+impl RemoteApproval {
+    pub(crate) fn new(ctx: Context, agents: Arc<ConnectedAgents>) -> RemoteApproval {
+        RemoteApproval {
+            ctx,
+            remote: Arc::default(),
+            agents,
+        }
+    }
+
+    pub(crate) fn downgrade(&self) -> WeakRemoteApproval {
+        WeakRemoteApproval {
+            ctx: self.ctx.downgrade(),
+            remote: Arc::downgrade(&self.remote),
+            agents: Arc::downgrade(&self.agents),
+        }
+    }
+
+    fn remote(&self) -> Arc<Remote> {
+        self.remote.clone()
+    }
+
+    /// Which calls are the person's (see [`crate::waiting::users_calls`]).
+    fn users_calls(
+        &self,
+    ) -> Result<impl Fn(&agent::CallRecord) -> bool + use<>, crate::error::CompanionError> {
+        crate::waiting::users_calls(&self.ctx, &self.agents)
+    }
+
+    /// Everything waiting for the person (see [`crate::waiting::pending`]).
+    fn pending(&self) -> Result<Vec<agent::CallRecord>, crate::error::CompanionError> {
+        crate::waiting::pending(&self.ctx, &self.agents)
+    }
+
+    /// The signed-in account, if any.
+    async fn account(&self) -> Result<Option<feishu::Account>, crate::error::CompanionError> {
+        Ok(self.runtime().tokens.account().await?)
+    }
+
+    /// Asks the window to show a call ("Open in app" on its card in Feishu).
+    fn emit_open_call(&self, call_id: &str) {
+        self.emit(crate::events::UiEvent::OpenCall {
+            call_id: call_id.to_owned(),
+        });
+    }
+
+    /// Asks the window to show the inbox ("Open in app" on the summary card in Feishu).
+    fn emit_open_inbox(&self) {
+        self.emit(crate::events::UiEvent::OpenInbox);
+    }
+
+    /// Tells the UI which calls' cards wait in Feishu now.
+    fn emit_remote_cards(&self, call_ids: Vec<String>) {
+        self.emit(crate::events::UiEvent::RemoteCards { call_ids });
+    }
+}
+
+impl RemoteApproval {
     /// The window gained or lost focus (the shell calls this): "away" counts from the moment
     /// it lost it.
     pub fn window_focus_changed(&self, focused: bool) {

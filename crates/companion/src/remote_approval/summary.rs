@@ -8,9 +8,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::RemoteApproval;
 use super::card::{self, Action, Lang, grey_line, header, line, plain};
 use super::refused_for_good;
-use crate::app::Companion;
 use crate::sync::lock;
 use crate::view::CallView;
 
@@ -127,7 +127,7 @@ pub fn retired_summary_card(lang: Lang) -> Value {
     })
 }
 
-impl Companion {
+impl RemoteApproval {
     /// Makes the summary card match `burst` (the calls waiting without a card of their own):
     /// sent when the cap holds some back and cards go out, updated as the count changes, final
     /// once none wait beyond the open cards. What fails is left for the next round.

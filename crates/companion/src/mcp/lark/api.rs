@@ -4,10 +4,10 @@
 use super::node::{LTS_MAJOR, NodeProblem};
 use super::setup::{self, Progress, VERSION};
 use super::{ID, reads};
-use crate::app::Companion;
 use crate::error::CompanionError;
 use crate::events::UiEvent;
 use crate::mcp::McpEvent;
+use crate::mcp::api::Mcp;
 use crate::mcp::view::LarkMcpView;
 use crate::view::Text;
 
@@ -23,7 +23,7 @@ fn failed(text: &Text) -> CompanionError {
     CompanionError::Other(format!("{} / {}", text.zh, text.en))
 }
 
-impl Companion {
+impl Mcp {
     /// The lark-mcp preset: switched on or not, what it needs, its server.
     pub async fn lark_mcp(&self) -> LarkMcpView {
         // Kept by the servers, for the view and the server.
