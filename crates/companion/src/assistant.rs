@@ -7,19 +7,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent::{
-    AgentTool, CallbackContext, Content, LlmAgent, LlmRequest, LlmResponse, StateMap, ToolContext,
-    ToolReturn,
+    CallbackContext, Content, LlmAgent, LlmRequest, LlmResponse, StateMap, ToolContext, ToolReturn,
 };
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::app::Companion;
+use crate::agents::Agents;
+use crate::compose::SYSTEM_INSTRUCTION;
+use crate::context::{Context, WeakContext};
 use crate::error::CompanionError;
+use crate::mcp::McpServers;
+use crate::python::PythonTools;
 use crate::python::TEMPLATE;
+use crate::python::host::AppHost;
 use crate::python::view::{
     AssistantInput, AssistantView, BuiltinToolView, CallbackTryView, PythonFileView, PythonRunView,
 };
-use crate::runtime::SYSTEM_INSTRUCTION;
 pub use crate::settings::assistant::{AssistantSettings, PythonFileSettings};
 use crate::view::{PreviewView, Text};
 
@@ -43,7 +46,99 @@ fn check_file_name(name: &str) -> Result<(), CompanionError> {
 /// How long the editor's Run waits for the sandbox to finish preparing.
 const SANDBOX_WAIT: Duration = Duration::from_secs(60);
 
-impl Companion {
+/// The assistant as a feature: the context, the user's Python (its files and what they reach
+/// outside the sandbox), and what the agent is composed with besides (the MCP servers' tools,
+/// and the connected agents, given those tools too). Cheap to clone; the app keeps one.
+#[derive(Clone)]
+pub(crate) struct Assistant {
+    ctx: Context,
+    python: Arc<PythonTools>,
+    host: Arc<AppHost>,
+    mcp: Arc<McpServers>,
+    agents: Agents,
+}
+
+// A feature reads the context as its own: what it adds is its state, not another context.
+impl std::ops::Deref for Assistant {
+    type Target = Context;
+    fn deref(&self) -> &Context {
+        &self.ctx
+    }
+}
+
+/// [`Assistant`] that does not keep the app alive (the folder's watcher, rebuilds).
+#[derive(Clone)]
+pub(crate) struct WeakAssistant {
+    ctx: WeakContext,
+    python: std::sync::Weak<PythonTools>,
+    host: std::sync::Weak<AppHost>,
+    mcp: std::sync::Weak<McpServers>,
+    agents: crate::agents::WeakAgents,
+}
+
+impl WeakAssistant {
+    pub(crate) fn upgrade(&self) -> Option<Assistant> {
+        Some(Assistant {
+            ctx: self.ctx.upgrade()?,
+            python: self.python.upgrade()?,
+            host: self.host.upgrade()?,
+            mcp: self.mcp.upgrade()?,
+            agents: self.agents.upgrade()?,
+        })
+    }
+}
+
+impl Assistant {
+    pub(crate) fn new(
+        ctx: Context,
+        python: Arc<PythonTools>,
+        host: Arc<AppHost>,
+        mcp: Arc<McpServers>,
+        agents: Agents,
+    ) -> Assistant {
+        Assistant {
+            ctx,
+            python,
+            host,
+            mcp,
+            agents,
+        }
+    }
+
+    pub(crate) fn downgrade(&self) -> WeakAssistant {
+        WeakAssistant {
+            ctx: self.ctx.downgrade(),
+            python: Arc::downgrade(&self.python),
+            host: Arc::downgrade(&self.host),
+            mcp: Arc::downgrade(&self.mcp),
+            agents: self.agents.downgrade(),
+        }
+    }
+
+    /// The user's Python files and sandbox.
+    pub(crate) fn python(&self) -> &Arc<PythonTools> {
+        &self.python
+    }
+
+    /// What that Python reaches outside the sandbox; re-attached to each new runtime.
+    pub(crate) fn host(&self) -> &Arc<AppHost> {
+        &self.host
+    }
+
+    fn python_host(&self) -> Arc<dyn pysandbox::Host> {
+        self.host.clone()
+    }
+
+    pub(crate) fn mcp(&self) -> &Arc<McpServers> {
+        &self.mcp
+    }
+
+    pub(crate) fn agents(&self) -> &Agents {
+        &self.agents
+    }
+}
+
+impl Assistant {
     /// The assistant's settings page.
     pub fn assistant(&self) -> AssistantView {
         let settings = self.settings().assistant;
@@ -216,7 +311,7 @@ impl Companion {
     /// The agent as the user shaped it, for the runtime in use now.
     pub(crate) fn build_agent(&self) -> Result<LlmAgent, CompanionError> {
         let runtime = self.runtime();
-        build_agent(
+        crate::compose::build_agent(
             &self.settings().assistant,
             runtime.model.clone(),
             &runtime.builtin,
@@ -230,7 +325,7 @@ impl Companion {
         let agent = self.build_agent()?;
         self.engine().set_agent(agent)?;
         // The MCP servers' tools may have changed, and agents may have been given them.
-        self.agents().apply_connected_agents()
+        self.agents.apply_connected_agents()
     }
 
     /// Prepares the Python sandbox in the background (never delaying the window: tens of
@@ -412,36 +507,6 @@ impl Companion {
             .map_err(|e| CompanionError::Other(e.to_string()))?;
         Ok(outcome)
     }
-}
-
-/// The agent as the user shaped it: the instruction, the built-in tools left on, the Python
-/// tools and callbacks.
-pub(crate) fn build_agent(
-    settings: &AssistantSettings,
-    model: Arc<dyn agent::Model>,
-    builtin: &[Arc<dyn AgentTool>],
-    python: &pysandbox::PythonExtensions,
-    mcp: &[Arc<dyn AgentTool>],
-) -> Result<LlmAgent, CompanionError> {
-    let instruction = settings
-        .instruction
-        .clone()
-        .unwrap_or_else(|| SYSTEM_INSTRUCTION.to_owned());
-    let disabled: HashSet<&str> = settings.disabled_tools.iter().map(String::as_str).collect();
-    let mut builder = LlmAgent::builder("assistant", model).instruction(instruction);
-    for tool in builtin {
-        if !disabled.contains(tool.name()) {
-            builder = builder.shared_tool(tool.clone());
-        }
-    }
-    builder = python.add_to(builder);
-    // The MCP servers' tools: the gate holds their calls like any other tool's.
-    for tool in mcp {
-        builder = builder.shared_tool(tool.clone());
-    }
-    builder
-        .build()
-        .map_err(|e| CompanionError::Other(e.to_string()))
 }
 
 /// A short unique suffix for ids made by the editor.

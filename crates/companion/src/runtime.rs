@@ -31,11 +31,6 @@ use crate::paths::AppPaths;
 use crate::settings::Settings;
 use crate::sync::lock;
 
-pub(crate) const SYSTEM_INSTRUCTION: &str = "你是飞书助手（Feishu Companion），替用户查看日历、聊天、文档和任务，并在需要时提出写操作。\
-所有写操作都会先交给用户确认；被拒绝时尊重用户的理由。回答简洁，使用用户的语言。\n\
-You are Feishu Companion: you read the user's calendar, chats, docs and tasks and propose writes, \
-each of which the user approves first; respect a rejection and its reason. Answer briefly, in the user's language.";
-
 /// Which data a runtime works on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Profile {
@@ -151,7 +146,7 @@ pub(crate) async fn build(
     .into_iter()
     .map(|t| Arc::new(t) as Arc<dyn agent::AgentTool>)
     .collect();
-    let agent = crate::assistant::build_agent(
+    let agent = crate::compose::build_agent(
         &settings.assistant,
         model.clone(),
         &builtin,

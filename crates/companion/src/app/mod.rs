@@ -1,7 +1,9 @@
 //! The application core: opens everything, and offers one async function per user action.
 
 mod agents;
+mod assistant;
 mod chat;
+mod connect;
 mod mcp;
 mod remote;
 mod settings;
@@ -12,8 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use agent::persist::AuditFilter;
 use agent::{CallRecord, Content, Decision, Engine, Event, Rule, TurnOutcome};
-use feishu::listener::Answer;
-use feishu::{Account, LoopbackListener};
+use feishu::Account;
 use store::Store;
 use store::vault::{OsKeychain, Vault, fallback_chain};
 use tokio::sync::broadcast;
@@ -21,32 +22,26 @@ use tokio::sync::broadcast;
 use crate::context::{Context, Parts, Wiring};
 pub use crate::error::CompanionError;
 pub use crate::events::{SignInStatus, SignInTicket, UiEvent};
-pub use crate::options::{DEMO_APP_ID, OpenOptions, PEOPLE_NAMES_SCOPE};
+pub use crate::options::{DEMO_APP_ID, OpenOptions};
 use crate::paths::AppPaths;
 pub use crate::runtime::Demo;
 use crate::runtime::{self, Kept, Runtime};
 use crate::settings::Settings;
 
-/// The "Connect my Feishu" in progress, and its code.
-type ConnectSlot = Mutex<Option<(tokio::task::JoinHandle<()>, crate::connect::DeviceTicket)>>;
-
 /// The app, without its window: everything the UI, the tests and a CLI drive.
 #[derive(Clone)]
 pub struct Companion {
     ctx: Context,
-    /// The user's Python files, loaded into the sandbox (see [`crate::python`]); they outlive
-    /// runtime rebuilds.
-    python: Arc<crate::python::PythonTools>,
-    /// What that Python reaches outside the sandbox; re-attached to each new runtime.
-    python_host: Arc<crate::python::host::AppHost>,
+    /// The assistant the user shapes, with their Python files (see [`crate::assistant`]).
+    assistant: crate::assistant::Assistant,
     /// Approving from Feishu (see [`crate::remote_approval`]).
     remote: crate::remote_approval::RemoteApproval,
     /// The user's MCP servers (see [`crate::mcp`]); they outlive runtime rebuilds.
     mcp: crate::mcp::api::Mcp,
     /// The user's other agents asking over MCP (see [`crate::agents`]).
     agents: crate::agents::Agents,
-    /// The "Connect my Feishu" in progress, and its code.
-    connect: Arc<ConnectSlot>,
+    /// "Connect my Feishu" (see [`crate::connect`]).
+    connect: crate::connect::Connect,
 }
 
 impl std::ops::Deref for Companion {
@@ -62,34 +57,6 @@ impl std::fmt::Debug for Companion {
             .field("paths", self.ctx.paths())
             .field("profile", &self.runtime().profile)
             .finish_non_exhaustive()
-    }
-}
-
-/// A handle on the app that does not keep it alive: for what the app itself owns and that
-/// calls back into it (the Python folder's watcher).
-#[derive(Clone)]
-pub(crate) struct WeakCompanion {
-    ctx: crate::context::WeakContext,
-    python: std::sync::Weak<crate::python::PythonTools>,
-    python_host: std::sync::Weak<crate::python::host::AppHost>,
-    remote: crate::remote_approval::WeakRemoteApproval,
-    mcp: crate::mcp::api::WeakMcp,
-    agents: crate::agents::WeakAgents,
-    connect: std::sync::Weak<ConnectSlot>,
-}
-
-impl WeakCompanion {
-    /// The app, unless it has closed.
-    pub(crate) fn upgrade(&self) -> Option<Companion> {
-        Some(Companion {
-            ctx: self.ctx.upgrade()?,
-            python: self.python.upgrade()?,
-            python_host: self.python_host.upgrade()?,
-            remote: self.remote.upgrade()?,
-            mcp: self.mcp.upgrade()?,
-            agents: self.agents.upgrade()?,
-            connect: self.connect.upgrade()?,
-        })
     }
 }
 
@@ -144,19 +111,25 @@ impl Companion {
         });
         let agents = crate::agents::Agents::new(ctx.clone(), registry.clone(), servers.clone());
         let remote = crate::remote_approval::RemoteApproval::new(ctx.clone(), registry);
-        let mcp = crate::mcp::api::Mcp::new(ctx.clone(), servers);
-        let companion = Companion {
-            ctx,
+        let mcp = crate::mcp::api::Mcp::new(ctx.clone(), servers.clone());
+        let assistant = crate::assistant::Assistant::new(
+            ctx.clone(),
             python,
             python_host,
+            servers,
+            agents.clone(),
+        );
+        let companion = Companion {
+            connect: crate::connect::Connect::new(ctx.clone()),
+            ctx,
+            assistant,
             remote,
             mcp,
             agents,
-            connect: Arc::default(),
         };
         companion
             .ctx
-            .set_wiring(Arc::new(AppWiring(companion.downgrade())));
+            .set_wiring(Arc::new(AppWiring(companion.assistant.downgrade())));
         companion.agents.apply_connected_agents()?;
         companion.recover(&runtime).await?;
         if runtime.demo.is_some() {
@@ -166,7 +139,7 @@ impl Companion {
             runtime.tokens.sign_out().await?;
         }
         // In the background: never delays the first window (issue 16).
-        companion.start_python();
+        companion.assistant.start_python();
         companion.remote.start_remote_approval();
         companion.mcp.forward_mcp_events();
         companion.mcp.list_unknown_mcp_tools();
@@ -176,19 +149,6 @@ impl Companion {
             .start_agent_server(companion.options().agents_port)
             .await;
         Ok(companion)
-    }
-
-    /// A handle that does not keep the app alive.
-    pub(crate) fn downgrade(&self) -> WeakCompanion {
-        WeakCompanion {
-            ctx: self.ctx.downgrade(),
-            python: Arc::downgrade(&self.python),
-            python_host: Arc::downgrade(&self.python_host),
-            remote: self.remote.downgrade(),
-            mcp: self.mcp.downgrade(),
-            agents: self.agents.downgrade(),
-            connect: Arc::downgrade(&self.connect),
-        }
     }
 
     /// Which data the app works on now: the demo's or the user's own Feishu app's.
@@ -211,29 +171,9 @@ impl Companion {
         self.ctx.engine()
     }
 
-    /// The user's Python (for the application core's own modules).
-    pub(crate) fn python(&self) -> &Arc<crate::python::PythonTools> {
-        &self.python
-    }
-
-    /// The user's MCP servers (for the application core's own modules).
-    pub(crate) fn mcp(&self) -> &Arc<crate::mcp::McpServers> {
-        self.mcp.mcp()
-    }
-
-    /// The connected agents feature.
-    pub(crate) fn agents(&self) -> &crate::agents::Agents {
-        &self.agents
-    }
-
     /// The connected agents (see [`crate::agents`]).
     pub(crate) fn agent_registry(&self) -> &Arc<crate::agents::ConnectedAgents> {
         self.agents.agent_registry()
-    }
-
-    /// What Python code reaches outside the sandbox.
-    pub(crate) fn python_host(&self) -> Arc<dyn pysandbox::Host> {
-        self.python_host.clone()
     }
 
     /// Whether the app runs on the built-in emulator and scripted model.
@@ -344,132 +284,7 @@ impl Companion {
                 wanted.extend(call.auth_scopes);
             }
         }
-        // Asked for with every sign-in: approval cards name people instead of showing open_ids.
-        wanted.insert(PEOPLE_NAMES_SCOPE.to_owned());
-        let wanted: Vec<String> = wanted.into_iter().collect();
-        // A sign-in already waiting holds the redirect port until its task has really ended;
-        // aborting only asks for that, so wait for it before binding the port again.
-        self.stop_sign_in().await;
-        if self.settings().feishu.uses_device_flow() {
-            let ticket = self.begin_device_sign_in(wanted).await?;
-            return Ok(SignInTicket {
-                url: ticket.url.clone(),
-                redirect_uri: String::new(),
-                device: Some(ticket),
-            });
-        }
-        let port = self.settings().feishu.redirect_port;
-        let listener = LoopbackListener::bind(port)
-            .await
-            .map_err(feishu::SignInError::from)?;
-        let request = self
-            .runtime()
-            .tokens
-            .oauth()
-            .begin_sign_in(&wanted, &listener.redirect_uri())
-            .map_err(feishu::SignInError::from)?;
-        let ticket = SignInTicket {
-            url: request.url.to_string(),
-            redirect_uri: request.redirect_uri.clone(),
-            device: None,
-        };
-        self.announce(SignInStatus::Waiting {
-            url: ticket.url.clone(),
-            device: None,
-        });
-        let me = self.clone();
-        let task = tokio::spawn(async move {
-            let status = me.finish_sign_in(listener, request).await;
-            me.announce(status);
-        });
-        self.set_sign_in_task(task);
-        Ok(ticket)
-    }
-
-    async fn finish_sign_in(
-        &self,
-        listener: LoopbackListener,
-        request: feishu::SignInRequest,
-    ) -> SignInStatus {
-        let callback = match listener
-            .callback(request.state.secret(), feishu::flow::SIGN_IN_TIMEOUT)
-            .await
-        {
-            Ok(callback) => callback,
-            Err(feishu::ListenerError::Timeout(waited)) => {
-                return SignInStatus::Refused {
-                    problem: self.describe(&crate::sign_in_help::SignInProblem::TimedOut {
-                        minutes: waited.as_secs().div_ceil(60),
-                    }),
-                };
-            }
-            Err(e) => {
-                return SignInStatus::Failed {
-                    message: e.to_string(),
-                };
-            }
-        };
-        let Some((code, callback)) = callback.code_or_decline().await else {
-            return SignInStatus::Declined;
-        };
-        // The browser's page waits for this: it says "signed in" only once it is so.
-        let account = match self
-            .runtime()
-            .tokens
-            .complete_sign_in(&request, &code)
-            .await
-        {
-            Ok(account) => {
-                callback.answer(Answer::SignedIn).await;
-                account
-            }
-            Err(e) => {
-                callback.answer(Answer::Failed(e.to_string())).await;
-                return SignInStatus::Failed {
-                    message: e.to_string(),
-                };
-            }
-        };
-        self.after_sign_in(account).await
-    }
-
-    /// What follows every sign-in, loopback or device: who it is, then the held calls run again.
-    pub(crate) async fn after_sign_in(&self, account: Account) -> SignInStatus {
-        // Remembered before the held calls run again, so what they add is the person's.
-        let switched_from = match &account.user {
-            Some(user) => match crate::person::remember_person(
-                self,
-                crate::person::Person {
-                    open_id: user.open_id.clone(),
-                    name: user.name.clone(),
-                },
-            ) {
-                Ok(previous) => previous.map(|p| p.name),
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot remember who signed in");
-                    None
-                }
-            },
-            None => None,
-        };
-        self.signals().signed_in.emit(&account);
-        if let Err(e) = self.engine().auth_completed(&account.scopes).await {
-            tracing::warn!(error = %e, "resuming calls after sign-in failed");
-        }
-        // Names the previews could not look up before the sign-in can be looked up now.
-        if let Err(e) = self.engine().refresh_previews().await {
-            tracing::warn!(error = %e, "refreshing previews after sign-in failed");
-        }
-        SignInStatus::SignedIn {
-            name: account.user.map(|u| u.name).unwrap_or_default(),
-            scopes: account.scopes,
-            switched_from,
-        }
-    }
-
-    /// The "Connect my Feishu" in progress (see [`crate::connect`]).
-    pub(crate) fn connect_slot(&self) -> &ConnectSlot {
-        &self.connect
+        crate::sign_in::begin(&self.ctx, wanted).await
     }
 
     /// Stops a sign-in in progress (the listener closes and frees the port).
@@ -521,7 +336,16 @@ impl Companion {
 }
 
 /// What rebuilds call above the context: the features' tools and what hangs on the engine.
-struct AppWiring(WeakCompanion);
+/// It holds the assistant weakly: the context keeps the wiring, and the assistant the context.
+struct AppWiring(crate::assistant::WeakAssistant);
+
+impl AppWiring {
+    fn assistant(&self) -> Result<crate::assistant::Assistant, CompanionError> {
+        self.0
+            .upgrade()
+            .ok_or_else(|| CompanionError::Other("the app has closed".to_owned()))
+    }
+}
 
 #[async_trait::async_trait]
 impl Wiring for AppWiring {
@@ -530,10 +354,7 @@ impl Wiring for AppWiring {
         ctx: &Context,
         settings: &Settings,
     ) -> Result<Arc<Runtime>, CompanionError> {
-        let app = self
-            .0
-            .upgrade()
-            .ok_or_else(|| CompanionError::Other("the app has closed".to_owned()))?;
+        let assistant = self.assistant()?;
         runtime::build(
             ctx.paths(),
             settings,
@@ -542,26 +363,26 @@ impl Wiring for AppWiring {
             ctx.main_store(),
             ctx.kept(),
             runtime::Extensions {
-                python: &app.python,
-                mcp: app.mcp.mcp(),
+                python: assistant.python(),
+                mcp: assistant.mcp(),
             },
         )
         .await
     }
 
     fn installed(&self, _ctx: &Context, runtime: &Arc<Runtime>) -> Result<(), CompanionError> {
-        let Some(app) = self.0.upgrade() else {
+        let Ok(assistant) = self.assistant() else {
             return Ok(());
         };
-        app.python_host.attach(runtime);
+        assistant.host().attach(runtime);
         // The new engine knows no connected agent yet.
-        app.agents.apply_connected_agents()
+        assistant.agents().apply_connected_agents()
     }
 
     fn compose(&self, _ctx: &Context) -> Result<(), CompanionError> {
-        match self.0.upgrade() {
-            Some(app) => app.apply_agent(),
-            None => Ok(()),
+        match self.assistant() {
+            Ok(assistant) => assistant.apply_agent(),
+            Err(_) => Ok(()),
         }
     }
 }

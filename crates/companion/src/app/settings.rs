@@ -2,6 +2,7 @@
 
 use super::Companion;
 use crate::error::CompanionError;
+use crate::settings::Settings;
 use crate::view::ModelListView;
 
 impl Companion {
@@ -24,5 +25,19 @@ impl Companion {
         base_url: Option<String>,
     ) -> Result<ModelListView, CompanionError> {
         crate::model_list::list_models(&self.ctx, preset, base_url).await
+    }
+    /// Saves the settings and applies them at once.
+    pub async fn apply_settings(&self, settings: Settings) -> Result<(), CompanionError> {
+        crate::apply::apply_settings(&self.ctx, settings).await
+    }
+
+    /// Stores the Feishu App Secret in the vault and applies it at once.
+    pub async fn apply_app_secret(&self, secret: &str) -> Result<(), CompanionError> {
+        crate::apply::apply_app_secret(&self.ctx, secret).await
+    }
+
+    /// Stores a model preset's API key in the vault and applies it at once.
+    pub async fn apply_model_key(&self, preset: &str, key: &str) -> Result<(), CompanionError> {
+        crate::apply::apply_model_key(&self.ctx, preset, key).await
     }
 }

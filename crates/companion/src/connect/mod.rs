@@ -14,9 +14,9 @@ pub mod qr;
 pub(crate) mod status;
 pub mod view;
 
-use feishu::{Brand, DeviceFlowError, Endpoints, RegistrationClient};
+use feishu::{Brand, Endpoints, RegistrationClient};
 
-use crate::app::Companion;
+use crate::context::Context;
 use crate::error::CompanionError;
 use crate::events::SignInStatus;
 use crate::options::APP_SECRET;
@@ -24,7 +24,39 @@ use crate::sync::lock;
 
 pub use status::{ConnectFailure, ConnectStatus, DeviceTicket};
 
-impl Companion {
+/// The "Connect my Feishu" in progress, and its code.
+type ConnectSlot = std::sync::Mutex<Option<(tokio::task::JoinHandle<()>, DeviceTicket)>>;
+
+/// "Connect my Feishu" as a feature: the context and the one connect in progress. Cheap to
+/// clone; the app keeps one.
+#[derive(Clone)]
+pub(crate) struct Connect {
+    ctx: Context,
+    slot: std::sync::Arc<ConnectSlot>,
+}
+
+// A feature reads the context as its own: what it adds is its state, not another context.
+impl std::ops::Deref for Connect {
+    type Target = Context;
+    fn deref(&self) -> &Context {
+        &self.ctx
+    }
+}
+
+impl Connect {
+    pub(crate) fn new(ctx: Context) -> Connect {
+        Connect {
+            ctx,
+            slot: std::sync::Arc::default(),
+        }
+    }
+
+    fn connect_slot(&self) -> &ConnectSlot {
+        &self.slot
+    }
+}
+
+impl Connect {
     /// The registration client: the brands' real hosts, or the stand-in's when the app is
     /// pointed at one (tests; Lark then lives under `/lark` of the same base).
     fn registration_client(&self) -> Result<RegistrationClient, CompanionError> {
@@ -112,7 +144,7 @@ impl Companion {
         ) {
             return ConnectStatus::Failed(ConnectFailure::Other(e.to_string()));
         }
-        if let Err(e) = self.apply_settings(settings).await {
+        if let Err(e) = crate::apply::apply_settings(self, settings).await {
             // Half a connect is worse than none: the secret goes with the settings it needed.
             let _ = self.vault().delete(APP_SECRET);
             return ConnectStatus::Failed(ConnectFailure::Other(e.to_string()));
@@ -132,72 +164,12 @@ impl Companion {
             .iter()
             .map(|s| (*s).to_owned())
             .collect();
-        if let Err(e) = self.begin_sign_in(scopes).await {
+        if let Err(e) = crate::sign_in::begin(self, scopes).await {
             tracing::warn!(error = %e, "the first sign-in after connecting did not start");
             self.announce(SignInStatus::Failed {
                 message: e.to_string(),
             });
         }
-    }
-
-    /// Starts a device sign-in for `scopes`: answers the code to show and finishes in the
-    /// background exactly as a loopback sign-in does.
-    pub(crate) async fn begin_device_sign_in(
-        &self,
-        scopes: Vec<String>,
-    ) -> Result<DeviceTicket, CompanionError> {
-        let tokens = self.tokens();
-        let code = tokens
-            .oauth()
-            .request_device_code(&scopes)
-            .await
-            .map_err(feishu::SignInError::from)?;
-        let ticket = DeviceTicket::new(&code);
-        self.announce(SignInStatus::Waiting {
-            url: ticket.url.clone(),
-            device: Some(ticket.clone()),
-        });
-        let me = self.clone();
-        let task = tokio::spawn(async move {
-            let status = match tokens.oauth().wait_for_device_token(&code).await {
-                Ok(set) => match tokens.store_sign_in(set).await {
-                    Ok(account) => me.after_sign_in(account).await,
-                    Err(e) => SignInStatus::Failed {
-                        message: e.to_string(),
-                    },
-                },
-                Err(DeviceFlowError::Denied) => SignInStatus::Declined,
-                Err(DeviceFlowError::Expired) => SignInStatus::Expired,
-                Err(e) => SignInStatus::Failed {
-                    message: e.to_string(),
-                },
-            };
-            me.announce(status);
-        });
-        self.set_sign_in_task(task);
-        Ok(ticket)
-    }
-
-    /// Runs a call that waits for a permission again (after the app was granted it).
-    /// The answer is where the call's turn stands then.
-    pub async fn retry_auth_call(
-        &self,
-        call_id: &str,
-    ) -> Result<crate::view::TurnView, CompanionError> {
-        let call = self
-            .pending()?
-            .into_iter()
-            .find(|c| c.call_id == call_id && c.status == agent::CallStatus::AwaitingAuth)
-            .ok_or_else(|| CompanionError::Other("this call is no longer waiting".to_owned()))?;
-        let outcomes = self.engine().auth_completed(&call.auth_scopes).await?;
-        Ok(outcomes
-            .into_iter()
-            .find(|t| t.invocation_id == call.invocation_id)
-            .map(Into::into)
-            .unwrap_or(crate::view::TurnView {
-                invocation_id: call.invocation_id,
-                status: "suspended".to_owned(),
-            }))
     }
 
     /// "Connect my Feishu", for the UI.

@@ -16,37 +16,40 @@ pub(crate) mod problem;
 
 pub use problem::{SignInProblem, SignInProblemView, console_base};
 
-use crate::app::Companion;
+use crate::context::Context;
 use crate::events::SignInStatus;
 
-impl Companion {
-    /// Feishu's authorize page refused the sign-in in progress with `code` (read off the page
-    /// by the sign-in window; `named`: scope names it showed). The sign-in stops, its port is
-    /// freed, and the card says what to change.
-    pub async fn sign_in_refused(&self, code: i64, requested: Vec<String>, named: Vec<String>) {
-        self.stop_sign_in().await;
-        let problem = SignInProblem::from_code(
-            code,
-            &requested,
-            &named,
-            &self.settings().feishu.redirect_url(),
-            &self.feishu_app_id(),
-        );
-        tracing::info!(code, "Feishu's authorize page refused the sign-in");
-        self.announce(SignInStatus::Refused {
-            problem: self.describe(&problem),
-        });
-    }
+/// Feishu's authorize page refused the sign-in in progress with `code` (read off the page
+/// by the sign-in window; `named`: scope names it showed). The sign-in stops, its port is
+/// freed, and the card says what to change.
+pub(crate) async fn sign_in_refused(
+    ctx: &Context,
+    code: i64,
+    requested: Vec<String>,
+    named: Vec<String>,
+) {
+    ctx.stop_sign_in().await;
+    let problem = SignInProblem::from_code(
+        code,
+        &requested,
+        &named,
+        &ctx.settings().feishu.redirect_url(),
+        &ctx.feishu_app_id(),
+    );
+    tracing::info!(code, "Feishu's authorize page refused the sign-in");
+    ctx.announce(SignInStatus::Refused {
+        problem: describe(ctx, &problem),
+    });
+}
 
-    /// A problem in words for this app's console.
-    pub(crate) fn describe(&self, problem: &SignInProblem) -> SignInProblemView {
-        let brand = self.settings().feishu.brand;
-        problem.view(console_base(brand), &self.feishu_app_id())
-    }
+/// A problem in words for this app's console.
+pub(crate) fn describe(ctx: &Context, problem: &SignInProblem) -> SignInProblemView {
+    let brand = ctx.settings().feishu.brand;
+    problem.view(console_base(brand), &ctx.feishu_app_id())
+}
 
-    /// The sign-in left the embedded window for the system browser (the tenant's own identity
-    /// provider); the same sign-in (state, PKCE verifier, listener) finishes there.
-    pub fn sign_in_continues_in_browser(&self) {
-        self.announce(SignInStatus::InBrowser);
-    }
+/// The sign-in left the embedded window for the system browser (the tenant's own identity
+/// provider); the same sign-in (state, PKCE verifier, listener) finishes there.
+pub(crate) fn sign_in_continues_in_browser(ctx: &Context) {
+    ctx.announce(SignInStatus::InBrowser);
 }
