@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use feishu::listener::Answer;
 use feishu::{Account, DeviceFlowError, LoopbackListener};
 
-use crate::connect::DeviceTicket;
+use crate::connect::status::DeviceTicket;
 use crate::context::Context;
 use crate::error::CompanionError;
 use crate::events::{SignInStatus, SignInTicket};

@@ -14,7 +14,7 @@ use crate::view::TurnView;
 
 /// Sends a message; with `cancel_waiting` the approvals and sign-ins still waiting in the
 /// conversation are called off first, otherwise they keep waiting.
-pub(crate) async fn send_choosing(
+pub(crate) async fn send_message(
     ctx: &Context,
     session_id: &str,
     text: &str,

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use agent::persist::AuditFilter;
 use agent::{CallStatus, Decision};
+use companion::view::{BatchDecision, DecisionInput};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -71,7 +72,7 @@ async fn ten_agents_with_a_hundred_requests_each_lose_nothing_and_are_decided_on
 
     // The user approves the even requests and rejects the odd ones, all at once.
     let mut expected = HashMap::new();
-    let decisions: Vec<(String, Decision)> = held
+    let decisions: Vec<BatchDecision> = held
         .iter()
         .map(|c| {
             let summary = c.args["summary"].as_str().unwrap().to_owned();
@@ -79,13 +80,16 @@ async fn ten_agents_with_a_hundred_requests_each_lose_nothing_and_are_decided_on
             let approve = r.is_multiple_of(2);
             expected.insert(summary, approve);
             let decision = if approve {
-                Decision::Approve
+                DecisionInput::Approve
             } else {
-                Decision::Reject {
+                DecisionInput::Reject {
                     reason: Some(format!("no to {}", c.call_id)),
                 }
             };
-            (c.call_id.clone(), decision)
+            BatchDecision {
+                call_id: c.call_id.clone(),
+                decision,
+            }
         })
         .collect();
     app.decide_many(decisions.clone()).await.unwrap();
@@ -107,8 +111,8 @@ async fn ten_agents_with_a_hundred_requests_each_lose_nothing_and_are_decided_on
     assert!(app.pending().unwrap().is_empty());
 
     // Nothing is decided twice.
-    for (call_id, _) in decisions.iter().take(20) {
-        assert!(app.decide(call_id, Decision::Approve).await.is_err());
+    for d in decisions.iter().take(20) {
+        assert!(app.decide(&d.call_id, Decision::Approve).await.is_err());
     }
     let audit = app
         .audit(&AuditFilter {
@@ -124,8 +128,8 @@ async fn ten_agents_with_a_hundred_requests_each_lose_nothing_and_are_decided_on
     }
     assert_eq!(decided.len(), AGENTS * REQUESTS);
     assert!(decided.values().all(|n| *n == 1), "a call decided twice");
-    for (call_id, _) in &decisions {
-        let call = app.engine().store().call(call_id).unwrap().unwrap();
+    for d in &decisions {
+        let call = app.engine().store().call(&d.call_id).unwrap().unwrap();
         assert_eq!(call.status, CallStatus::Done);
     }
 }

@@ -193,10 +193,10 @@ async fn one_scan_creates_the_app_a_second_signs_in_and_the_first_question_is_an
     let session = s.app.create_session().await.unwrap();
     let turn = s
         .app
-        .send_message(&session, "明天我有什么安排？")
+        .send_message(&session, "明天我有什么安排？", false)
         .await
         .unwrap();
-    assert_eq!(turn.status, agent::InvocationStatus::Completed, "{turn:?}");
+    assert_eq!(turn.status, "completed", "{turn:?}");
     assert!(s.app.pending().unwrap().is_empty());
     assert!(common::last_text(&s.app, &session).contains("明天的日程我看过了"));
 }
@@ -311,7 +311,7 @@ async fn a_held_call_resumes_after_a_device_sign_in_and_a_declined_one_says_so()
     // So the calendar read waits behind the card; a device sign-in from the card resumes it.
     let session = s.app.create_session().await.unwrap();
     s.app
-        .send_message(&session, "明天我有什么安排？")
+        .send_message(&session, "明天我有什么安排？", false)
         .await
         .unwrap();
     let held = s.app.pending().unwrap();
@@ -348,7 +348,10 @@ async fn a_scope_the_app_lacks_waits_on_the_scope_apply_page_and_runs_once_grant
     ));
 
     let session = s.app.create_session().await.unwrap();
-    s.app.send_message(&session, "看看我的待办").await.unwrap();
+    s.app
+        .send_message(&session, "看看我的待办", false)
+        .await
+        .unwrap();
     let held = s.app.pending_calls().unwrap();
     assert_eq!(held.len(), 1, "{held:?}");
     let page = held[0]

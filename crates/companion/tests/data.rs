@@ -58,7 +58,7 @@ async fn a_lost_master_key_leaves_the_app_running_and_forgetting_the_secrets_kee
         app.set_app_secret("s3cret").unwrap();
         app.set_model_key("deepseek", "sk-test").unwrap();
         let session = app.create_session().await.unwrap();
-        app.send_message(&session, "明天我有什么安排？")
+        app.send_message(&session, "明天我有什么安排？", false)
             .await
             .unwrap();
         session

@@ -3,7 +3,7 @@
 //! more permission), and see it created — on the built-in emulator and scripted model.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use agent::{CallStatus, Decision, InvocationStatus};
+use agent::{CallStatus, Decision};
 use companion::{AppPaths, Companion, OpenOptions, Settings};
 
 mod common;
@@ -23,10 +23,10 @@ async fn a_new_user_tries_agenda_approval_and_sign_in_in_demo_mode() {
 
     // The agenda needs a permission first: the turn waits on an auth card.
     let outcome = app
-        .send_message(&session, "明天我有什么安排？")
+        .send_message(&session, "明天我有什么安排？", false)
         .await
         .unwrap();
-    assert_eq!(outcome.status, InvocationStatus::Suspended);
+    assert_eq!(outcome.status, "suspended");
     let waiting = app.pending().unwrap();
     assert_eq!(waiting.len(), 1);
     assert_eq!(waiting[0].status, CallStatus::AwaitingAuth);
@@ -48,10 +48,10 @@ async fn a_new_user_tries_agenda_approval_and_sign_in_in_demo_mode() {
 
     // Proposing a meeting: held for approval, described in both languages.
     let outcome = app
-        .send_message(&session, "好，帮我约这个评审会")
+        .send_message(&session, "好，帮我约这个评审会", false)
         .await
         .unwrap();
-    assert_eq!(outcome.status, InvocationStatus::Suspended);
+    assert_eq!(outcome.status, "suspended");
     let held = app.pending().unwrap().remove(0);
     assert_eq!(held.status, CallStatus::AwaitingApproval);
     let preview = held.preview.clone().unwrap();
@@ -68,7 +68,7 @@ async fn a_new_user_tries_agenda_approval_and_sign_in_in_demo_mode() {
 
     // Approved — then creating events needs one more permission; the approval still holds.
     let outcome = app.decide(&held.call_id, Decision::Approve).await.unwrap();
-    assert_eq!(outcome.status, InvocationStatus::Suspended);
+    assert_eq!(outcome.status, "suspended");
     let again = app.pending().unwrap().remove(0);
     assert_eq!(
         (again.call_id.as_str(), again.status),
@@ -183,7 +183,7 @@ async fn what_the_user_edits_is_checked_named_and_spoken_of() {
     let session = app.create_session().await.unwrap();
 
     // Not signed in: the card cannot name the invited people yet.
-    app.send_message(&session, "帮我约个产品评审会")
+    app.send_message(&session, "帮我约个产品评审会", false)
         .await
         .unwrap();
     let held = app.pending().unwrap().remove(0);

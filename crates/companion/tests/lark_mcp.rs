@@ -9,7 +9,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use agent::{CallStatus, CallbackContext, Decision, InvocationStatus, ToolContext, ToolOutcome};
+use agent::{CallStatus, CallbackContext, Decision, ToolContext, ToolOutcome};
 use agent::{ToolReturn, coerce_tool_result};
 use companion::{AppPaths, Companion, OpenOptions, Profile, Settings};
 use emulator::feishu::api::bitable;
@@ -233,10 +233,10 @@ async fn through_the_engine_a_read_runs_and_a_record_is_held_approved_and_writte
 
     let session = app.create_session().await.unwrap();
     let outcome = app
-        .send_message(&session, "把消息撤回加到需求池")
+        .send_message(&session, "把消息撤回加到需求池", false)
         .await
         .unwrap();
-    assert_eq!(outcome.status, InvocationStatus::Suspended);
+    assert_eq!(outcome.status, "suspended");
     let held = app.pending().unwrap().remove(0);
     assert_eq!(held.tool, CREATE, "the search ran without approval");
     assert_eq!(held.status, CallStatus::AwaitingApproval);
@@ -255,7 +255,7 @@ async fn through_the_engine_a_read_runs_and_a_record_is_held_approved_and_writte
     assert_eq!(searches, 1);
 
     let outcome = app.decide(&held.call_id, Decision::Approve).await.unwrap();
-    assert_eq!(outcome.status, InvocationStatus::Completed);
+    assert_eq!(outcome.status, "completed");
     let written = feishu.base_records_created(&seed.base_app_token, &seed.base_table_id);
     assert_eq!(written.len(), 1, "written once");
     assert_eq!(written[0]["标题"], "消息撤回");

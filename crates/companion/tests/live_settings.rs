@@ -18,7 +18,7 @@ use common::free_port;
 
 async fn propose_meeting(app: &Companion) -> (String, String) {
     let session = app.create_session().await.unwrap();
-    app.send_message(&session, "帮我约个产品评审会")
+    app.send_message(&session, "帮我约个产品评审会", false)
         .await
         .unwrap();
     let held = app

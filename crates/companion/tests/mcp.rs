@@ -268,15 +268,18 @@ async fn the_built_in_feishu_docs_server_asks_for_a_sign_in_then_writes_with_it(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_demo_user_has_a_weekly_report_written_through_feishus_docs_server() {
-    use agent::{CallStatus, Decision, InvocationStatus};
+    use agent::{CallStatus, Decision};
     let dir = tempfile::tempdir().unwrap();
     let app = common::open_demo(dir.path()).await;
     let session = app.create_session().await.unwrap();
     let before = app.demo().unwrap().feishu.documents_created();
 
     // A write of an MCP server: held for approval like any write, and said so.
-    let outcome = app.send_message(&session, "帮我写一份周报").await.unwrap();
-    assert_eq!(outcome.status, InvocationStatus::Suspended);
+    let outcome = app
+        .send_message(&session, "帮我写一份周报", false)
+        .await
+        .unwrap();
+    assert_eq!(outcome.status, "suspended");
     let held = app.pending().unwrap().remove(0);
     assert_eq!(held.tool, "mcp__feishu__create-doc");
     assert_eq!(held.status, CallStatus::AwaitingApproval);
@@ -289,7 +292,7 @@ async fn a_demo_user_has_a_weekly_report_written_through_feishus_docs_server() {
 
     // Approved; then the server needs the user's sign-in, asked on the same card.
     let outcome = app.decide(&held.call_id, Decision::Approve).await.unwrap();
-    assert_eq!(outcome.status, InvocationStatus::Suspended);
+    assert_eq!(outcome.status, "suspended");
     let again = app.pending().unwrap().remove(0);
     assert_eq!(again.status, CallStatus::AwaitingAuth);
     assert_eq!(again.auth_scopes, ["docx:document:create"]);

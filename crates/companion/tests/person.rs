@@ -18,7 +18,7 @@ async fn open(dir: &std::path::Path) -> Companion {
 
 async fn titles(app: &Companion) -> Vec<String> {
     let mut titles: Vec<String> = app
-        .sessions()
+        .list_sessions()
         .await
         .unwrap()
         .into_iter()
@@ -36,7 +36,7 @@ async fn conversations_stay_with_the_person_across_sign_out_and_apart_from_anoth
 
     // Before any sign-in: a conversation, whose read needs a sign-in.
     let first = app.create_session().await.unwrap();
-    app.send_message(&first, "明天我有什么安排？")
+    app.send_message(&first, "明天我有什么安排？", false)
         .await
         .unwrap();
     assert_eq!(
@@ -47,7 +47,7 @@ async fn conversations_stay_with_the_person_across_sign_out_and_apart_from_anoth
     assert_eq!(app.app_info().person.unwrap().name, "林晓");
     // A second conversation, with an approval waiting.
     let second = app.create_session().await.unwrap();
-    app.send_message(&second, "帮我约个产品评审会")
+    app.send_message(&second, "帮我约个产品评审会", false)
         .await
         .unwrap();
     assert_eq!(app.pending_calls().unwrap().len(), 1);
@@ -83,7 +83,7 @@ async fn conversations_stay_with_the_person_across_sign_out_and_apart_from_anoth
         "张伟 sees 林晓's approvals"
     );
     let theirs = app.create_session().await.unwrap();
-    app.send_message(&theirs, "帮我约个产品评审会")
+    app.send_message(&theirs, "帮我约个产品评审会", false)
         .await
         .unwrap();
     assert_eq!(titles(&app).await.len(), 1);

@@ -12,7 +12,7 @@ mod common;
 use common::last_text;
 
 use agent::persist::AuditFilter;
-use agent::{CallStatus, Decision, InvocationStatus};
+use agent::{CallStatus, Decision};
 use companion::python::view::{AssistantInput, SandboxStateView};
 use companion::{AppPaths, Companion, OpenOptions, PythonFileSettings, Settings};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -148,8 +148,11 @@ async fn a_python_tool_from_the_editor_is_called_held_approved_sent_and_audited(
     .unwrap();
 
     let session = app.create_session().await.unwrap();
-    let outcome = app.send_message(&session, "帮我记一条笔记").await.unwrap();
-    assert_eq!(outcome.status, InvocationStatus::Suspended);
+    let outcome = app
+        .send_message(&session, "帮我记一条笔记", false)
+        .await
+        .unwrap();
+    assert_eq!(outcome.status, "suspended");
     let held = app.pending().unwrap().remove(0);
     assert_eq!(
         (held.tool.as_str(), held.status),
@@ -174,7 +177,7 @@ async fn a_python_tool_from_the_editor_is_called_held_approved_sent_and_audited(
     );
 
     let outcome = app.decide(&held.call_id, Decision::Approve).await.unwrap();
-    assert_eq!(outcome.status, InvocationStatus::Completed);
+    assert_eq!(outcome.status, "completed");
     assert_eq!(last_text(&app, &session), "笔记已保存。");
     let sent = seen.lock().unwrap().clone();
     assert_eq!(sent.len(), 1, "sent once: {sent:?}");
@@ -215,8 +218,11 @@ async fn a_python_tool_from_the_editor_is_called_held_approved_sent_and_audited(
             None,
         )
         .unwrap();
-    let outcome = app.send_message(&session, "再记一条笔记").await.unwrap();
-    assert_eq!(outcome.status, InvocationStatus::Completed);
+    let outcome = app
+        .send_message(&session, "再记一条笔记", false)
+        .await
+        .unwrap();
+    assert_eq!(outcome.status, "completed");
     assert_eq!(seen.lock().unwrap().len(), 2);
 }
 
@@ -274,10 +280,12 @@ async fn a_broken_file_shows_its_line_and_the_rest_still_works() {
         .unwrap();
     assert_eq!(run.value.as_deref(), Some("\"ok\""));
     let session = app.create_session().await.unwrap();
-    let outcome = app.send_message(&session, "帮我约个评审会").await.unwrap();
+    let outcome = app
+        .send_message(&session, "帮我约个评审会", false)
+        .await
+        .unwrap();
     assert_eq!(
-        outcome.status,
-        InvocationStatus::Suspended,
+        outcome.status, "suspended",
         "the built-in write is held as ever"
     );
 }
@@ -287,7 +295,7 @@ async fn a_callback_that_edits_the_request_changes_the_answer() {
     let dir = tempfile::tempdir().unwrap();
     let app = open(dir.path()).await;
     let session = app.create_session().await.unwrap();
-    app.send_message(&session, "你好").await.unwrap();
+    app.send_message(&session, "你好", false).await.unwrap();
     let before = last_text(&app, &session);
     assert!(!before.contains("Python callback"), "{before}");
 
@@ -297,7 +305,7 @@ def before_model_callback(callback_context, llm_request):
     last.parts.append(Part.from_text(text=" [edited by a Python callback]"))
 "#;
     app.save_python_file("tagger.py", callback).await.unwrap();
-    app.send_message(&session, "你好").await.unwrap();
+    app.send_message(&session, "你好", false).await.unwrap();
     assert!(
         last_text(&app, &session).contains("This request was edited by your Python callback."),
         "{}",
@@ -388,8 +396,11 @@ async fn the_instruction_and_the_builtin_tools_apply_to_the_next_turn() {
     let view = app.assistant();
     assert_eq!(view.instruction, view.default_instruction);
     let session = app.create_session().await.unwrap();
-    let outcome = app.send_message(&session, "帮我约个评审会").await.unwrap();
-    assert_eq!(outcome.status, InvocationStatus::Suspended);
+    let outcome = app
+        .send_message(&session, "帮我约个评审会", false)
+        .await
+        .unwrap();
+    assert_eq!(outcome.status, "suspended");
 
     let saved = app
         .save_assistant(AssistantInput {
@@ -413,7 +424,7 @@ async fn the_instruction_and_the_builtin_tools_apply_to_the_next_turn() {
     );
 
     let other = app.create_session().await.unwrap();
-    app.send_message(&other, "你好").await.unwrap();
+    app.send_message(&other, "你好", false).await.unwrap();
     let request = app
         .demo()
         .unwrap()

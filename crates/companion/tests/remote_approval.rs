@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent::{CallStatus, Decision, InvocationStatus};
+use agent::{CallStatus, Decision};
 use companion::remote_approval::{RemoteApprovalSettings, RemoteWhen};
 use companion::{Companion, Demo, Settings, UiEvent};
 use emulator::feishu::longconn::{Click, ClickError, ClientConfig};
@@ -101,10 +101,10 @@ async fn setup() -> Setup {
     );
     let session = app.create_session().await.unwrap();
     let outcome = app
-        .send_message(&session, "帮我约个产品评审会")
+        .send_message(&session, "帮我约个产品评审会", false)
         .await
         .unwrap();
-    assert_eq!(outcome.status, InvocationStatus::Suspended);
+    assert_eq!(outcome.status, "suspended");
     let call_id = app.pending().unwrap()[0].call_id.clone();
     let card = eventually("the card in Feishu", || {
         demo.feishu.bot_cards(Some(&user)).into_iter().next()
@@ -291,7 +291,7 @@ async fn the_app_hears_which_calls_wait_in_feishu_as_cards_are_sent_and_finished
         .expect("a RemoteCards event")
     };
     s.app
-        .send_choosing(&s.session, "再约一个评审会", false)
+        .send_message(&s.session, "再约一个评审会", false)
         .await
         .unwrap();
     let second = s
@@ -394,7 +394,7 @@ async fn a_decision_in_the_app_updates_the_card_and_a_later_click_there_decides_
     // A second call, decided in the app while Feishu answers: its card turns to the decision.
     s.demo.feishu.clear_faults();
     s.app
-        .send_message(&s.session, "再约一个评审会")
+        .send_message(&s.session, "再约一个评审会", false)
         .await
         .unwrap();
     let second = s.app.pending().unwrap()[0].call_id.clone();
@@ -555,7 +555,7 @@ async fn during_a_feishu_outage_cards_are_queued_and_sent_after() {
             .times(1000),
     );
     s.app
-        .send_message(&s.session, "再约一个评审会")
+        .send_message(&s.session, "再约一个评审会", false)
         .await
         .unwrap();
     let view = eventually("the card to be queued", || {
@@ -677,7 +677,7 @@ async fn open_in_app_brings_the_app_to_that_call_and_check_connection_checks_the
 async fn a_request_called_off_by_a_new_message_turns_its_card_grey() {
     let s = setup().await;
     s.app
-        .send_choosing(&s.session, "算了，不约了", true)
+        .send_message(&s.session, "算了，不约了", true)
         .await
         .unwrap();
     let card = eventually("the card to turn final", || {
@@ -726,7 +726,7 @@ async fn a_burst_beyond_the_cap_waits_in_one_summary_card_updated_as_it_drains()
     let cap = companion::remote_approval::MAX_OPEN_CARDS;
     for _ in 0..cap + 1 {
         s.app
-            .send_choosing(&s.session, "再约一个评审会", false)
+            .send_message(&s.session, "再约一个评审会", false)
             .await
             .unwrap();
     }
@@ -946,7 +946,7 @@ async fn after_a_restart_the_card_of_a_waiting_call_is_neither_sent_again_nor_fo
     } = Real::start().await;
     let app = open_real(dir.path(), &feishu, &model).await;
     let session = app.create_session().await.unwrap();
-    app.send_message(&session, "帮我约个产品评审会")
+    app.send_message(&session, "帮我约个产品评审会", false)
         .await
         .unwrap();
     let call_id = app.pending().unwrap()[0].call_id.clone();
@@ -999,11 +999,11 @@ async fn after_a_restart_the_summary_of_a_burst_is_updated_not_sent_again() {
     };
     let app = open_real(dir.path(), &feishu, &model).await;
     let session = app.create_session().await.unwrap();
-    app.send_message(&session, "帮我约个产品评审会")
+    app.send_message(&session, "帮我约个产品评审会", false)
         .await
         .unwrap();
     for _ in 0..cap {
-        app.send_choosing(&session, "再约一个评审会", false)
+        app.send_message(&session, "再约一个评审会", false)
             .await
             .unwrap();
     }
@@ -1065,7 +1065,7 @@ async fn turning_it_off_leaves_no_retired_card_kept_for_a_restart() {
     } = Real::start().await;
     let app = open_real(dir.path(), &feishu, &model).await;
     let session = app.create_session().await.unwrap();
-    app.send_message(&session, "帮我约个产品评审会")
+    app.send_message(&session, "帮我约个产品评审会", false)
         .await
         .unwrap();
     let card = eventually("the card", || {
@@ -1149,10 +1149,10 @@ async fn an_mcp_servers_write_is_approved_from_feishu_like_any_write() {
     let before = s.demo.feishu.documents_created();
     let outcome = s
         .app
-        .send_message(&s.session, "帮我写一份周报")
+        .send_message(&s.session, "帮我写一份周报", false)
         .await
         .unwrap();
-    assert_eq!(outcome.status, InvocationStatus::Suspended);
+    assert_eq!(outcome.status, "suspended");
     // Its card in Feishu names the MCP server and the tool, as the app's card does.
     let card = eventually("the MCP call's card in Feishu", || {
         s.demo

@@ -19,9 +19,12 @@ async fn a_proposal_rejected_with_a_reason_as_the_ui_sees_it() {
     assert!(info.redirect_url.starts_with("http://127.0.0.1:"));
 
     let session = app.create_session().await.unwrap();
-    assert_eq!(app.sessions().await.unwrap()[0].title, "");
+    assert_eq!(app.list_sessions().await.unwrap()[0].title, "");
     let mut events = app.subscribe();
-    let turn = app.send(&session, "帮我约个产品评审会").await.unwrap();
+    let turn = app
+        .send_message(&session, "帮我约个产品评审会", false)
+        .await
+        .unwrap();
     assert_eq!(turn.status, "suspended");
 
     // What the UI heard while the turn ran: streamed text, the held call, the turn's status.
@@ -50,7 +53,7 @@ async fn a_proposal_rejected_with_a_reason_as_the_ui_sees_it() {
     )));
 
     // The sessions list names the conversation and counts what waits in it.
-    let sessions = app.sessions().await.unwrap();
+    let sessions = app.list_sessions().await.unwrap();
     assert_eq!(sessions[0].title, "帮我约个产品评审会");
     assert_eq!(sessions[0].pending, 1);
 
@@ -84,7 +87,7 @@ async fn a_proposal_rejected_with_a_reason_as_the_ui_sees_it() {
 
     // Rejected with a reason: the model is told, the card says so, the reply acknowledges it.
     let turn = app
-        .decide_call(
+        .decide(
             &call_id,
             DecisionInput::Reject {
                 reason: Some(" 改到周五再说 ".into()),

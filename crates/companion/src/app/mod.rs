@@ -2,19 +2,18 @@
 
 mod agents;
 mod assistant;
+mod audit;
 mod chat;
 mod connect;
+mod inbox;
 mod mcp;
 mod remote;
 mod settings;
 mod sign_in;
 
-use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
-use agent::persist::AuditFilter;
-use agent::{CallRecord, Content, Decision, Engine, Event, Rule, TurnOutcome};
-use feishu::Account;
+use agent::Engine;
 use store::Store;
 use store::vault::{OsKeychain, Vault, fallback_chain};
 use tokio::sync::broadcast;
@@ -186,152 +185,29 @@ impl Companion {
         self.ctx.demo()
     }
 
-    /// Starts a new conversation.
-    pub async fn create_session(&self) -> Result<String, CompanionError> {
-        // The person last signed in, or `local` before any sign-in (crate::person).
-        let user = crate::person::owner_id(self);
-        Ok(self.engine().create_session(&user, &Default::default())?)
+    /// About the running app, for the status bar and the demo banner.
+    pub fn app_info(&self) -> crate::view::AppInfo {
+        crate::settings_page::app_info(&self.ctx)
     }
 
-    /// The person's conversations (see [`crate::person`]).
-    pub async fn list_sessions(&self) -> Result<Vec<store::SessionMeta>, CompanionError> {
-        crate::person::owned_sessions(self)
-    }
-
-    /// A conversation's stored events.
-    pub fn session_events(&self, session_id: &str) -> Result<Vec<Event>, CompanionError> {
-        Ok(self.runtime().store.load_session(session_id)?.events)
-    }
-
-    /// Sends a message and runs the turn until it completes or waits for the user.
-    pub async fn send_message(
-        &self,
-        session_id: &str,
-        text: &str,
-    ) -> Result<TurnOutcome, CompanionError> {
-        let text = text.trim();
-        if text.is_empty() {
-            return Err(CompanionError::Other("the message is empty".to_owned()));
-        }
-        Ok(self
-            .engine()
-            .send_message(session_id, Content::user_text(text))
-            .await?)
-    }
-
-    /// Stops the running or waiting turn of a conversation.
-    pub async fn cancel_turn(&self, session_id: &str) -> Result<bool, CompanionError> {
-        Ok(self.engine().cancel(session_id).await?)
-    }
-
-    /// Approves, edits and approves, rejects, or always-allows a held call.
-    pub async fn decide(
-        &self,
-        call_id: &str,
-        decision: Decision,
-    ) -> Result<TurnOutcome, CompanionError> {
-        Ok(self.engine().decide(call_id, decision).await?)
-    }
-
-    /// Decides many held calls at once (the inbox's multi-select).
-    pub async fn decide_many(
-        &self,
-        decisions: Vec<(String, Decision)>,
-    ) -> Result<Vec<TurnOutcome>, CompanionError> {
-        Ok(self.engine().decide_many(decisions).await?)
-    }
-
-    /// Everything waiting for the user, across conversations, oldest first.
-    pub fn pending(&self) -> Result<Vec<CallRecord>, CompanionError> {
-        crate::waiting::pending(&self.ctx, self.agent_registry())
-    }
-
-    /// The always/never rules, revoked ones included.
-    pub fn rules(&self) -> Result<Vec<Rule>, CompanionError> {
-        Ok(self.engine().rules()?)
-    }
-
-    /// Revokes a rule.
-    pub fn revoke_rule(&self, rule_id: &str) -> Result<Rule, CompanionError> {
-        Ok(self.engine().revoke_rule(rule_id)?)
-    }
-
-    /// The audit trail, newest first.
-    pub fn audit(
-        &self,
-        filter: &AuditFilter,
-    ) -> Result<Vec<agent::persist::AuditEntry>, CompanionError> {
-        Ok(self.engine().audit_trail(filter)?)
-    }
-
-    /// The signed-in account (no secrets), if any.
-    pub async fn account(&self) -> Result<Option<Account>, CompanionError> {
-        Ok(self.runtime().tokens.account().await?)
-    }
-
-    /// Starts a sign-in for `scopes` (empty: whatever the waiting calls need), returns the page
-    /// to open, and finishes in the background: the tokens are stored and every call waiting
-    /// for those scopes runs again. Progress arrives as [`UiEvent::SignIn`].
-    pub async fn begin_sign_in(&self, scopes: Vec<String>) -> Result<SignInTicket, CompanionError> {
-        // A remote MCP server's own sign-in, asked for by its card or its settings row.
-        if let Some(server) = crate::mcp::sign_in::server_of_scopes(&scopes) {
-            let server = server.to_owned();
-            return self.mcp.begin_mcp_sign_in(&server).await;
-        }
-        let mut wanted: BTreeSet<String> = scopes.into_iter().collect();
-        if wanted.is_empty() {
-            for call in self.pending()? {
-                wanted.extend(call.auth_scopes);
+    /// Keeps approvals from waiting past their time: every `every`, expired ones are answered
+    /// `CANCELLED` ("expired") and their turns move on. Runs until the app closes.
+    pub fn start_expiry(&self, every: std::time::Duration) {
+        let ctx = self.ctx.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                match ctx.engine().expire_due().await {
+                    Ok(expired) if !expired.is_empty() => {
+                        tracing::info!(n = expired.len(), "approvals expired")
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "expiring approvals failed"),
+                }
             }
-        }
-        crate::sign_in::begin(&self.ctx, wanted).await
-    }
-
-    /// Stops a sign-in in progress (the listener closes and frees the port).
-    pub fn cancel_sign_in(&self) {
-        self.ctx.cancel_sign_in()
-    }
-
-    /// The user declined to sign in for a call: the model is told it was cancelled.
-    pub async fn decline_sign_in(&self, call_id: &str) -> Result<TurnOutcome, CompanionError> {
-        Ok(self.engine().auth_declined(call_id).await?)
-    }
-
-    /// Signs out of Feishu.
-    pub async fn sign_out(&self) -> Result<(), CompanionError> {
-        Ok(self.runtime().tokens.sign_out().await?)
-    }
-
-    /// The current settings.
-    pub fn settings(&self) -> Settings {
-        self.ctx.settings()
-    }
-
-    /// Saves new settings; the answer says whether what the settings build must be rebuilt
-    /// ([`Companion::apply_settings`] does both).
-    pub fn update_settings(&self, settings: Settings) -> Result<bool, CompanionError> {
-        self.ctx.update_settings(settings)
-    }
-
-    /// Stores the Feishu App Secret in the vault (never in the settings file).
-    pub fn set_app_secret(&self, secret: &str) -> Result<(), CompanionError> {
-        self.ctx.set_app_secret(secret)
-    }
-
-    /// Stores a model preset's API key in the vault.
-    pub fn set_model_key(&self, preset: &str, key: &str) -> Result<(), CompanionError> {
-        self.ctx.set_model_key(preset, key)
-    }
-
-    /// Which secrets are set and readable, without their values (one that cannot be read is
-    /// asked for again).
-    pub fn secrets_present(&self) -> Result<Vec<String>, CompanionError> {
-        self.ctx.secrets_present()
-    }
-
-    /// How the master key is kept, and a warning if it fell back to a key file.
-    pub fn key_source(&self) -> (String, Option<String>) {
-        self.ctx.key_source()
+        });
     }
 }
 

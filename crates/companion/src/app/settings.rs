@@ -3,9 +3,60 @@
 use super::Companion;
 use crate::error::CompanionError;
 use crate::settings::Settings;
-use crate::view::ModelListView;
+use crate::view::{ModelListView, SavedSettings, SettingsView};
 
 impl Companion {
+    /// The current settings.
+    pub fn settings(&self) -> Settings {
+        self.ctx.settings()
+    }
+
+    /// The settings page: the settings, which secrets are set, the presets and scopes offered.
+    pub fn settings_view(&self) -> Result<SettingsView, CompanionError> {
+        crate::settings_page::settings_view(&self.ctx)
+    }
+
+    /// Saves settings from the settings page and applies them at once.
+    pub async fn save_settings(
+        &self,
+        mut settings: Settings,
+    ) -> Result<SavedSettings, CompanionError> {
+        // The assistant's part belongs to its own page (and the editor's saves): a general save
+        // made from an older copy must not undo what was set there meanwhile.
+        settings.assistant = self.settings().assistant;
+        self.apply_settings(settings).await?;
+        Ok(SavedSettings {
+            restart_needed: false,
+        })
+    }
+
+    /// Saves new settings without applying them; the answer says whether what the settings
+    /// build must be rebuilt ([`Companion::apply_settings`] does both).
+    pub fn update_settings(&self, settings: Settings) -> Result<bool, CompanionError> {
+        self.ctx.update_settings(settings)
+    }
+
+    /// Stores the Feishu App Secret in the vault (never in the settings file), not applied yet.
+    pub fn set_app_secret(&self, secret: &str) -> Result<(), CompanionError> {
+        self.ctx.set_app_secret(secret)
+    }
+
+    /// Stores a model preset's API key in the vault, not applied yet.
+    pub fn set_model_key(&self, preset: &str, key: &str) -> Result<(), CompanionError> {
+        self.ctx.set_model_key(preset, key)
+    }
+
+    /// Which secrets are set and readable, without their values (one that cannot be read is
+    /// asked for again).
+    pub fn secrets_present(&self) -> Result<Vec<String>, CompanionError> {
+        self.ctx.secrets_present()
+    }
+
+    /// How the master key is kept, and a warning if it fell back to a key file.
+    pub fn key_source(&self) -> (String, Option<String>) {
+        self.ctx.key_source()
+    }
+
     /// Checks the App ID and Secret, the redirect port and the model as the settings hold them
     /// (not the demo's stand-ins), and says how each went; with approving from Feishu on, what
     /// it needs of the app too.
@@ -26,6 +77,7 @@ impl Companion {
     ) -> Result<ModelListView, CompanionError> {
         crate::model_list::list_models(&self.ctx, preset, base_url).await
     }
+
     /// Saves the settings and applies them at once.
     pub async fn apply_settings(&self, settings: Settings) -> Result<(), CompanionError> {
         crate::apply::apply_settings(&self.ctx, settings).await

@@ -252,20 +252,19 @@ fn send(app: &Companion, session: &str, line: &str) {
     let session = session.to_owned();
     let text = line.to_owned();
     tokio::spawn(async move {
-        match app.send_message(&session, &text).await {
+        match app.send_message(&session, &text, false).await {
             Ok(outcome) => report(outcome.status),
             Err(e) => println!("\n✗ {e}"),
         }
     });
 }
 
-fn report(status: agent::InvocationStatus) {
-    use agent::InvocationStatus::*;
-    let text = match status {
-        Suspended => "（等待你处理，/p 查看 / waiting for you: /p）",
-        Completed => "",
-        Cancelled => "（已停止 / stopped）",
-        Failed => "（出错了 / failed）",
+/// Says where a turn stands, from its status as the UI reads it (`suspended`, `cancelled`…).
+fn report(status: String) {
+    let text = match status.as_str() {
+        "suspended" => "（等待你处理，/p 查看 / waiting for you: /p）",
+        "cancelled" => "（已停止 / stopped）",
+        "failed" => "（出错了 / failed）",
         _ => "",
     };
     if !text.is_empty() {
