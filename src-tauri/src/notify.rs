@@ -5,12 +5,13 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
+use companion::sync::lock;
 use companion::view::CallView;
 use serde::Serialize;
 use tauri::{AppHandle, Emitter as _, Manager as _, Runtime};
 use tauri_plugin_notification::NotificationExt as _;
 
-use crate::state::{Shell, lock};
+use crate::state::Shell;
 use crate::tray::Lang;
 use crate::windows::{MAIN, OPEN_EVENT, show_main};
 

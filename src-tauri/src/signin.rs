@@ -12,6 +12,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use companion::sync::lock;
 use companion::view::{SignInTicketView, SignInView, UiEventView};
 use serde::Serialize;
 use tauri::webview::{NewWindowResponse, PageLoadEvent};
@@ -23,7 +24,7 @@ use crate::signin_policy::{ERROR_PAGE_SCRIPT, redacted, requested_scopes};
 pub use crate::signin_policy::{
     Navigation, PolicyError, SIGN_IN_HOSTS, SignInPolicy, navigation, navigation_allowed,
 };
-use crate::state::{Shell, lock};
+use crate::state::Shell;
 use crate::windows::{EVENT, MAIN};
 
 /// The sign-in window's label. No file in `capabilities/` lists it.

@@ -3,10 +3,11 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use companion::Companion;
+use companion::sync::lock;
 use tokio::sync::{Notify, watch};
 
 use crate::launch::Launch;
@@ -31,12 +32,6 @@ pub struct Shell {
     /// Make the sign-in window transient for the main one (off under the mock runtime, which
     /// has no GTK window to attach to).
     pub(crate) attach_sign_in: bool,
-}
-
-/// Locks a mutex, carrying on after a panic elsewhere: every value kept here stays valid
-/// whatever point a panicking holder reached.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Shell {
