@@ -9,6 +9,7 @@
 //! [`configure`] and [`context`].
 
 mod agents;
+mod answer;
 mod assistant;
 pub mod commands;
 mod events;
