@@ -7,8 +7,7 @@ use tauri::menu::{Menu, MenuItem, PredefinedMenuItem};
 use tauri::tray::{MouseButton, MouseButtonState, TrayIcon, TrayIconBuilder, TrayIconEvent};
 use tauri::{AppHandle, Emitter as _, Manager as _, Runtime};
 
-use crate::notify::OpenTarget;
-use crate::windows::{MAIN, OPEN_EVENT, show_main};
+use crate::windows::{MAIN, OPEN_EVENT, OpenTarget, show_main};
 
 /// The tray icon's id.
 pub const TRAY_ID: &str = "main";
