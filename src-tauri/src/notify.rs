@@ -4,13 +4,13 @@
 
 use std::time::{Duration, Instant};
 
+use companion::settings::Lang;
 use companion::sync::lock;
 use companion::view::CallView;
 use tauri::{AppHandle, Emitter as _, Manager as _, Runtime};
 use tauri_plugin_notification::NotificationExt as _;
 
 use crate::state::Shell;
-use crate::tray::Lang;
 use crate::windows::{MAIN, OPEN_EVENT, OpenTarget, show_main};
 
 /// At most one notification this often: a batch of held calls (or a model proposing many
