@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use companion::agents::view::{AgentToolsInput, ConnectedAgentsView, NewAgentView};
 use tauri::State;
 
-use crate::commands::{Answer, blocking, text};
+use crate::answer::{Answer, blocking, text};
 use crate::launch::Launch;
 use crate::state::Shell;
 

@@ -6,7 +6,7 @@ use companion::python::view::{
 };
 use tauri::State;
 
-use crate::commands::{Answer, blocking, text};
+use crate::answer::{Answer, blocking, text};
 use crate::state::Shell;
 
 #[tauri::command]

@@ -21,25 +21,9 @@ use tauri::ipc::Invoke;
 use tauri::{AppHandle, Runtime, State};
 use tauri_plugin_opener::OpenerExt as _;
 
+use crate::answer::{Answer, blocking, text};
 use crate::state::Shell;
 use crate::{signin, windows};
-
-/// What a command answers: its value, or the error as the user should read it (in both
-/// languages, with a code the UI can act on: [`UiError`]).
-pub(crate) type Answer<T> = Result<T, UiError>;
-
-pub(crate) fn text(e: impl Into<UiError>) -> UiError {
-    e.into()
-}
-
-/// Runs one of the core's synchronous functions on the blocking pool.
-pub(crate) async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Answer<T> + Send + 'static,
-) -> Answer<T> {
-    tauri::async_runtime::spawn_blocking(f)
-        .await
-        .map_err(UiError::other)?
-}
 
 /// The invoke handler with every command of [`crate::COMMANDS`].
 pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'static {

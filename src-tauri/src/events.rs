@@ -4,13 +4,13 @@
 
 use std::time::Duration;
 
+use companion::settings::Lang;
 use companion::view::UiEventView;
 use companion::{Companion, SignInStatus, UiEvent};
 use tauri::{AppHandle, Emitter as _, Manager as _, Runtime};
 use tokio::sync::broadcast::{Receiver, error::RecvError};
 
 use crate::state::Shell;
-use crate::tray::Lang;
 use crate::windows::{EVENT, MAIN};
 use crate::{notify, signin, tray};
 

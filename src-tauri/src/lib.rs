@@ -9,6 +9,7 @@
 //! [`configure`] and [`context`].
 
 mod agents;
+mod answer;
 mod assistant;
 pub mod commands;
 mod events;
@@ -31,8 +32,9 @@ use tauri::webview::PageLoadEvent;
 use tauri::{AppHandle, Builder, Manager as _, Runtime, WindowEvent};
 
 pub use launch::{Launch, LaunchError};
-pub use notify::{OpenTarget, notification_text};
+pub use notify::notification_text;
 pub use state::Shell;
+pub use windows::OpenTarget;
 
 include!("command_names.rs");
 

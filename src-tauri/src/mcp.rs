@@ -3,7 +3,7 @@
 use companion::mcp::view::{McpImportSourceView, McpImportView, McpServerInput, McpServerView};
 use tauri::State;
 
-use crate::commands::{Answer, blocking, text};
+use crate::answer::{Answer, blocking, text};
 use crate::state::Shell;
 
 #[tauri::command]

@@ -2,67 +2,21 @@
 //! front, and the way back to them: a click on the notification where the notification server
 //! reports it, and in any case the next time the main window gains focus.
 
-use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
+use companion::settings::Lang;
+use companion::sync::lock;
 use companion::view::CallView;
-use serde::Serialize;
 use tauri::{AppHandle, Emitter as _, Manager as _, Runtime};
 use tauri_plugin_notification::NotificationExt as _;
 
-use crate::state::{Shell, lock};
-use crate::tray::Lang;
-use crate::windows::{MAIN, OPEN_EVENT, show_main};
+use crate::state::Shell;
+use crate::windows::{MAIN, OPEN_EVENT, OpenTarget, show_main};
 
 /// At most one notification this often: a batch of held calls (or a model proposing many
 /// writes) makes one interruption, not dozens, and on Linux each shown notification keeps a
 /// blocking thread waiting for its click.
 const QUIET_FOR: Duration = Duration::from_secs(10);
-
-/// What the UI should show (the `companion://open` event).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct OpenTarget {
-    /// The conversation; empty for the inbox.
-    pub session_id: String,
-    /// The call to show in it.
-    pub call_id: Option<String>,
-    /// `inbox` for the inbox; absent for a call in its conversation.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub view: Option<String>,
-}
-
-impl OpenTarget {
-    /// The inbox of everything pending.
-    pub fn inbox() -> OpenTarget {
-        OpenTarget {
-            session_id: String::new(),
-            call_id: None,
-            view: Some("inbox".to_owned()),
-        }
-    }
-
-    /// A call, in its conversation.
-    pub fn call(call: &CallView) -> OpenTarget {
-        OpenTarget {
-            session_id: call.session_id.clone(),
-            call_id: Some(call.call_id.clone()),
-            view: None,
-        }
-    }
-}
-
-/// What was notified.
-#[derive(Debug, Default)]
-pub(crate) struct Notices {
-    /// Calls already notified (or seen pending while the app was in front): never twice.
-    seen: HashSet<String>,
-    /// The most recent notified call, shown when the main window next gains focus.
-    latest: Option<OpenTarget>,
-    /// Notification id → its call, for clicks.
-    by_id: HashMap<i32, OpenTarget>,
-    next_id: i32,
-    last_shown: Option<Instant>,
-}
 
 /// A notification's title and body for `call`, or `None` when the call does not newly wait
 /// on the user (outcome-unknown writes surface in the inbox, not as an interruption).

@@ -12,6 +12,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use companion::sync::lock;
 use companion::view::{SignInTicketView, SignInView, UiEventView};
 use serde::Serialize;
 use tauri::webview::{NewWindowResponse, PageLoadEvent};
@@ -23,7 +24,7 @@ use crate::signin_policy::{ERROR_PAGE_SCRIPT, redacted, requested_scopes};
 pub use crate::signin_policy::{
     Navigation, PolicyError, SIGN_IN_HOSTS, SignInPolicy, navigation, navigation_allowed,
 };
-use crate::state::{Shell, lock};
+use crate::state::{Shell, SignInState};
 use crate::windows::{EVENT, MAIN};
 
 /// The sign-in window's label. No file in `capabilities/` lists it.
@@ -43,24 +44,6 @@ pub enum WindowError {
     /// The window system refused.
     #[error("cannot open the sign-in window: {0}")]
     Window(#[from] tauri::Error),
-}
-
-/// The window's side of the sign-in in progress.
-#[derive(Debug, Default)]
-pub(crate) struct SignInState {
-    /// The authorize page of the sign-in in progress (for "open in browser").
-    url: Option<String>,
-    policy: Option<SignInPolicy>,
-    /// The shell is closing the window itself: its closing is not the user cancelling.
-    expect_close: bool,
-    /// The window reached the callback: the core is finishing the sign-in, which closing the
-    /// window must not cut short.
-    reached_callback: bool,
-    /// The sign-in moved to the system browser: closing the window must not cancel it.
-    handed_off: bool,
-    /// The window shows a verification page (device sign-in, connect, scope apply): the app
-    /// polls, or the user scans the QR code instead, so closing it cancels nothing.
-    verification: bool,
 }
 
 /// A sign-in started: show its page in the embedded window, or in the system browser.

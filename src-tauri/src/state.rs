@@ -1,18 +1,19 @@
 //! What the shell keeps while it runs: the application core once it is open (or why it could
 //! not open), the sign-in window's state, exported files, notifications and timings.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use companion::Companion;
+use companion::sync::lock;
 use tokio::sync::{Notify, watch};
 
 use crate::launch::Launch;
-use crate::notify::Notices;
-use crate::signin::SignInState;
+use crate::signin_policy::SignInPolicy;
 use crate::timing::Timing;
+use crate::windows::OpenTarget;
 
 /// The shell's state, managed by Tauri.
 #[derive(Debug)]
@@ -33,10 +34,36 @@ pub struct Shell {
     pub(crate) attach_sign_in: bool,
 }
 
-/// Locks a mutex, carrying on after a panic elsewhere: every value kept here stays valid
-/// whatever point a panicking holder reached.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
+/// The window's side of the sign-in in progress; [`crate::signin`] acts on it. Kept here, not
+/// there, because the sign-in window's code reads the rest of the shell's state too.
+#[derive(Debug, Default)]
+pub(crate) struct SignInState {
+    /// The authorize page of the sign-in in progress (for "open in browser").
+    pub(crate) url: Option<String>,
+    pub(crate) policy: Option<SignInPolicy>,
+    /// The shell is closing the window itself: its closing is not the user cancelling.
+    pub(crate) expect_close: bool,
+    /// The window reached the callback: the core is finishing the sign-in, which closing the
+    /// window must not cut short.
+    pub(crate) reached_callback: bool,
+    /// The sign-in moved to the system browser: closing the window must not cancel it.
+    pub(crate) handed_off: bool,
+    /// The window shows a verification page (device sign-in, connect, scope apply): the app
+    /// polls, or the user scans the QR code instead, so closing it cancels nothing.
+    pub(crate) verification: bool,
+}
+
+/// What was notified; [`crate::notify`] acts on it (kept here for the same reason).
+#[derive(Debug, Default)]
+pub(crate) struct Notices {
+    /// Calls already notified (or seen pending while the app was in front): never twice.
+    pub(crate) seen: HashSet<String>,
+    /// The most recent notified call, shown when the main window next gains focus.
+    pub(crate) latest: Option<OpenTarget>,
+    /// Notification id → its call, for clicks.
+    pub(crate) by_id: HashMap<i32, OpenTarget>,
+    pub(crate) next_id: i32,
+    pub(crate) last_shown: Option<Instant>,
 }
 
 impl Shell {

@@ -2,13 +2,11 @@
 //! desktop has no tray (no StatusNotifier host, e.g. under Xvfb) the app runs without one.
 
 use companion::{Companion, Language};
-use serde::Serialize;
 use tauri::menu::{Menu, MenuItem, PredefinedMenuItem};
 use tauri::tray::{MouseButton, MouseButtonState, TrayIcon, TrayIconBuilder, TrayIconEvent};
 use tauri::{AppHandle, Emitter as _, Manager as _, Runtime};
 
-use crate::notify::OpenTarget;
-use crate::windows::{MAIN, OPEN_EVENT, show_main};
+use crate::windows::{MAIN, OPEN_EVENT, OpenTarget, show_main};
 
 /// The tray icon's id.
 pub const TRAY_ID: &str = "main";
@@ -16,41 +14,9 @@ const OPEN_ID: &str = "open";
 const PENDING_ID: &str = "pending";
 const QUIT_ID: &str = "quit";
 
-/// The language of the shell's own words (tray, notifications).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Lang {
-    /// 简体中文.
-    Zh,
-    /// English.
-    En,
-}
-
-impl Lang {
-    /// The user's choice in settings; "system" follows the locale of the environment.
-    pub fn of(language: Language) -> Lang {
-        match language {
-            Language::Zh => Lang::Zh,
-            Language::En => Lang::En,
-            Language::System => Lang::from_locale(system_locale().as_deref()),
-        }
-    }
-
-    /// Chinese for a `zh*` locale (`zh_CN.UTF-8`, `zh-TW`), else English.
-    pub fn from_locale(locale: Option<&str>) -> Lang {
-        match locale {
-            Some(l) if l.to_ascii_lowercase().starts_with("zh") => Lang::Zh,
-            _ => Lang::En,
-        }
-    }
-}
-
-/// The first locale variable set, in POSIX precedence.
-fn system_locale() -> Option<String> {
-    ["LC_ALL", "LC_MESSAGES", "LANG"]
-        .iter()
-        .filter_map(|name| std::env::var(name).ok())
-        .find(|value| !value.is_empty())
-}
+/// The language of the shell's own words (tray, notifications): the core's, so that they
+/// resolve "system" as the window and the cards in Feishu do.
+pub use companion::settings::Lang;
 
 /// Every word the tray shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -220,16 +186,5 @@ mod tests {
         let many = tray_text(Lang::En, 3);
         assert_eq!(many.pending, "3 pending approvals");
         assert_eq!(many.tooltip, "Feishu Companion · 3 pending approvals");
-    }
-
-    #[test]
-    fn the_language_follows_the_setting_then_the_locale() {
-        assert_eq!(Lang::of(Language::Zh), Lang::Zh);
-        assert_eq!(Lang::of(Language::En), Lang::En);
-        assert_eq!(Lang::from_locale(Some("zh_CN.UTF-8")), Lang::Zh);
-        assert_eq!(Lang::from_locale(Some("zh-TW")), Lang::Zh);
-        assert_eq!(Lang::from_locale(Some("en_US.UTF-8")), Lang::En);
-        assert_eq!(Lang::from_locale(Some("C.UTF-8")), Lang::En);
-        assert_eq!(Lang::from_locale(None), Lang::En);
     }
 }

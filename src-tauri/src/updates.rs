@@ -12,11 +12,11 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
+use companion::sync::lock;
 use companion::updates::{UpdateStatusView, UpdateView};
 use tauri::{AppHandle, Emitter as _, Manager as _, Runtime};
 use tauri_plugin_updater::{Update, UpdaterExt as _};
 
-use crate::state::lock;
 use crate::windows::MAIN;
 
 /// The event carrying every [`UpdateStatusView`] to the main window.

@@ -2,6 +2,8 @@
 //! answer may hold any URL) opens in the system browser; it never replaces the app's page,
 //! which would leave the user with a remote page in the app's window.
 
+use companion::view::CallView;
+use serde::Serialize;
 use tauri::webview::NewWindowResponse;
 use tauri::{AppHandle, Manager as _, Runtime, WebviewUrl, WebviewWindow, WebviewWindowBuilder};
 use tauri_plugin_opener::OpenerExt as _;
@@ -15,6 +17,38 @@ pub const TITLE: &str = "飞书助手 · Feishu Companion";
 pub const EVENT: &str = "companion://event";
 /// The event asking the UI to show an item (tray, notification).
 pub const OPEN_EVENT: &str = "companion://open";
+
+/// What the UI should show (the `companion://open` event).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OpenTarget {
+    /// The conversation; empty for the inbox.
+    pub session_id: String,
+    /// The call to show in it.
+    pub call_id: Option<String>,
+    /// `inbox` for the inbox; absent for a call in its conversation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub view: Option<String>,
+}
+
+impl OpenTarget {
+    /// The inbox of everything pending.
+    pub fn inbox() -> OpenTarget {
+        OpenTarget {
+            session_id: String::new(),
+            call_id: None,
+            view: Some("inbox".to_owned()),
+        }
+    }
+
+    /// A call, in its conversation.
+    pub fn call(call: &CallView) -> OpenTarget {
+        OpenTarget {
+            session_id: call.session_id.clone(),
+            call_id: Some(call.call_id.clone()),
+            view: None,
+        }
+    }
+}
 
 /// What a navigation of the main window does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -19,23 +19,11 @@ pub enum Lang {
 }
 
 impl Lang {
-    /// The language of `settings`; "system" follows the environment's locale.
+    /// The language of `settings`, resolved as the window, tray and notifications resolve it.
     pub fn of(language: crate::settings::Language) -> Lang {
-        match language {
-            crate::settings::Language::Zh => Lang::Zh,
-            crate::settings::Language::En => Lang::En,
-            crate::settings::Language::System => {
-                let locale = ["LC_ALL", "LC_MESSAGES", "LANG"]
-                    .iter()
-                    .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()));
-                match locale {
-                    Some(l) if l.starts_with("zh") => Lang::Zh,
-                    // A machine that says nothing is most likely a Chinese user's (the app's
-                    // first language), as the UI assumes too.
-                    None => Lang::Zh,
-                    Some(_) => Lang::En,
-                }
-            }
+        match crate::settings::Lang::of(language) {
+            crate::settings::Lang::Zh => Lang::Zh,
+            crate::settings::Lang::En => Lang::En,
         }
     }
 

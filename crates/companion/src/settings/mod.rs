@@ -7,20 +7,10 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 pub mod assistant;
+mod language;
 pub mod remote;
 
-/// Interface language.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ts_rs::TS)]
-#[serde(rename_all = "snake_case")]
-pub enum Language {
-    /// Follow the system.
-    #[default]
-    System,
-    /// 简体中文.
-    Zh,
-    /// English.
-    En,
-}
+pub use language::{Lang, Language, system_locale};
 
 /// Colour theme.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ts_rs::TS)]
