@@ -23,8 +23,8 @@ use pysandbox::{
     Folder, LoadError, PythonExtensions, Reporter, Sandbox, SandboxConfig, SandboxError,
 };
 
-use crate::sync::lock;
 use crate::settings::assistant::PythonFileSettings;
+use crate::sync::lock;
 use view::{PythonFileView, PythonReportView, SandboxStateView, ToolDeclarationView};
 
 /// Overrides where the compiled sandbox is cached (the end-to-end tests share one).
