@@ -10,14 +10,17 @@ use agent::persist::CallFilter;
 
 use crate::app::Companion;
 use crate::error::CompanionError;
-use crate::sync::lock;
 use crate::settings::Settings;
-use crate::text::{cut, snake};
-use crate::view::{
-    AccountView, AppInfo, AuditQuery, AuditView, BatchDecision, CallView, DecisionInput,
-    ExportFormat, PersonView, PresetView, RuleView, SavedSettings, SessionView, SettingsView,
-    SettlementInput, SignInTicketView, Text, TimelineView, TurnView, timeline,
+use crate::sync::lock;
+use crate::text::{Text, cut, snake};
+use crate::view::audit::{AuditQuery, AuditView, ExportFormat, RuleView};
+use crate::view::build::{TimelineView, timeline};
+use crate::view::call::CallView;
+use crate::view::decide::{BatchDecision, DecisionInput, SettlementInput};
+use crate::view::settings::{
+    AccountView, PresetView, SavedSettings, SettingsView, SignInTicketView,
 };
+use crate::view::timeline::{AppInfo, PersonView, SessionView, TurnView};
 
 /// How much of the first message names a conversation.
 const TITLE_CHARS: usize = 40;
@@ -227,7 +230,7 @@ impl Companion {
                     .map_err(|e| CompanionError::Other(e.to_string()))?,
                 "json",
             ),
-            ExportFormat::Csv => (crate::view::audit_csv(&entries), "csv"),
+            ExportFormat::Csv => (crate::view::audit::audit_csv(&entries), "csv"),
         };
         let stamp = jiff::ZonedDateTime::now()
             .strftime("%Y%m%d-%H%M%S")

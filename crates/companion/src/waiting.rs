@@ -7,7 +7,7 @@ use agent::{Content, WaitingCalls};
 
 use crate::context::Context;
 use crate::error::CompanionError;
-use crate::view::TurnView;
+use crate::view::timeline::TurnView;
 
 /// Sends a message; with `cancel_waiting` the approvals and sign-ins still waiting in the
 /// conversation are called off first, otherwise they keep waiting.

@@ -4,7 +4,7 @@ use super::Companion;
 use crate::autonomy::{AutonomyInput, AutonomyView};
 use crate::edit::EditCheckView;
 use crate::error::CompanionError;
-use crate::view::TurnView;
+use crate::view::timeline::TurnView;
 use serde_json::{Map, Value};
 
 impl Companion {

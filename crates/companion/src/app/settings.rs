@@ -2,7 +2,7 @@
 
 use super::Companion;
 use crate::error::CompanionError;
-use crate::view::ModelListView;
+use crate::view::settings::ModelListView;
 
 impl Companion {
     /// The models `preset` offers. `base_url` overrides the preset's (it is required for

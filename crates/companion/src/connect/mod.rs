@@ -183,7 +183,7 @@ impl Companion {
     pub async fn retry_auth_call(
         &self,
         call_id: &str,
-    ) -> Result<crate::view::TurnView, CompanionError> {
+    ) -> Result<crate::view::timeline::TurnView, CompanionError> {
         let call = self
             .pending()?
             .into_iter()
@@ -194,7 +194,7 @@ impl Companion {
             .into_iter()
             .find(|t| t.invocation_id == call.invocation_id)
             .map(Into::into)
-            .unwrap_or(crate::view::TurnView {
+            .unwrap_or(crate::view::timeline::TurnView {
                 invocation_id: call.invocation_id,
                 status: "suspended".to_owned(),
             }))

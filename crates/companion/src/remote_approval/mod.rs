@@ -34,7 +34,7 @@ use ts_rs::TS;
 
 use crate::app::Companion;
 use crate::sync::lock;
-use crate::view::CallView;
+use crate::view::call::CallView;
 
 /// Cards waiting for a decision in the chat at once.
 pub const MAX_OPEN_CARDS: usize = 5;
