@@ -298,9 +298,7 @@ impl Companion {
         // made from an older copy must not undo what was set there meanwhile.
         settings.assistant = self.settings().assistant;
         self.apply_settings(settings).await?;
-        Ok(SavedSettings {
-            restart_needed: false,
-        })
+        Ok(SavedSettings {})
     }
 
     /// Keeps approvals from waiting past their time: every `every`, expired ones are answered

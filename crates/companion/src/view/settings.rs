@@ -94,12 +94,10 @@ pub struct SettingsView {
     pub app_scopes: Vec<ScopeView>,
 }
 
-/// The answer to saving settings.
+/// The answer to saving settings: nothing beyond success, as settings apply at once. An object
+/// still, so that the answer can grow a field without the command changing shape.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
-pub struct SavedSettings {
-    /// Always false: settings apply at once (kept so the UI can still say otherwise).
-    pub restart_needed: bool,
-}
+pub struct SavedSettings {}
 
 /// Where a sign-in stands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
