@@ -126,7 +126,7 @@ async fn ui_ready(shell: State<'_, Shell>) -> Answer<u64> {
 
 #[tauri::command]
 async fn list_sessions(shell: State<'_, Shell>) -> Answer<Vec<SessionView>> {
-    shell.companion().await?.sessions().await.map_err(text)
+    shell.companion().await?.list_sessions().await.map_err(text)
 }
 
 #[tauri::command]
@@ -153,7 +153,7 @@ async fn send_message(
     cancel_waiting: Option<bool>,
 ) -> Answer<TurnView> {
     let c = shell.companion().await?;
-    c.send_choosing(&session_id, &text, cancel_waiting.unwrap_or(false))
+    c.send_message(&session_id, &text, cancel_waiting.unwrap_or(false))
         .await
         .map_err(self::text)
 }
@@ -171,7 +171,7 @@ async fn decide(
     decision: DecisionInput,
 ) -> Answer<TurnView> {
     let c = shell.companion().await?;
-    c.decide_call(&call_id, decision).await.map_err(text)
+    c.decide(&call_id, decision).await.map_err(text)
 }
 
 #[tauri::command]
@@ -180,7 +180,7 @@ async fn decide_many(
     decisions: Vec<BatchDecision>,
 ) -> Answer<Vec<TurnView>> {
     let c = shell.companion().await?;
-    c.decide_calls(decisions).await.map_err(text)
+    c.decide_many(decisions).await.map_err(text)
 }
 
 #[tauri::command]
@@ -202,13 +202,13 @@ async fn pending(shell: State<'_, Shell>) -> Answer<Vec<CallView>> {
 #[tauri::command]
 async fn rules(shell: State<'_, Shell>) -> Answer<Vec<RuleView>> {
     let c = shell.companion().await?;
-    blocking(move || c.rule_views().map_err(text)).await
+    blocking(move || c.rules().map_err(text)).await
 }
 
 #[tauri::command]
 async fn revoke_rule(shell: State<'_, Shell>, rule_id: String) -> Answer<RuleView> {
     let c = shell.companion().await?;
-    blocking(move || c.revoke(&rule_id).map_err(text)).await
+    blocking(move || c.revoke_rule(&rule_id).map_err(text)).await
 }
 
 #[tauri::command]
@@ -388,7 +388,7 @@ async fn retry_auth_call(shell: State<'_, Shell>, call_id: String) -> Answer<Tur
 #[tauri::command]
 async fn decline_sign_in(shell: State<'_, Shell>, call_id: String) -> Answer<TurnView> {
     let c = shell.companion().await?;
-    c.decline_auth(&call_id).await.map_err(text)
+    c.decline_sign_in(&call_id).await.map_err(text)
 }
 
 #[tauri::command]

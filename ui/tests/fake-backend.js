@@ -850,9 +850,8 @@
     save_settings: ({ settings: s }) => {
       if (s.feishu.redirect_port < 1024)
         throw uiError('settings', `There is a problem with the settings: feishu.redirect_port is ${s.feishu.redirect_port}, but it must be between 1024 and 65535`, `设置有问题：feishu.redirect_port is ${s.feishu.redirect_port}, but it must be between 1024 and 65535`);
-      const restart = JSON.stringify(s.model) !== JSON.stringify(settings.model) || JSON.stringify(s.feishu) !== JSON.stringify(settings.feishu);
       settings = JSON.parse(JSON.stringify(s));
-      return { restart_needed: restart };
+      return {};
     },
     // Settings → Approve from Feishu (issue 18): connected once on and signed in, one card out.
     remote_approval_status: () =>

@@ -55,7 +55,7 @@ test('settings validate inline, compute the redirect URL live, and save section 
   // Saving the Feishu section saves only its fields (and the secret typed into it).
   await page.getByTestId('app-secret').fill('s3cret');
   await page.getByTestId('save-feishu').click();
-  await page.getByTestId('savebar-feishu').getByTestId('restart-note').waitFor();
+  await page.getByTestId('savebar-feishu').getByTestId('saved-note').waitFor();
   let s = (await page.evaluate(() => window.__fake.commandsCalled('save_settings'))).at(-1).args.settings;
   assert.equal(s.feishu.redirect_port, 8080);
   assert.equal(s.feishu.app_id, 'cli_abc');
@@ -67,7 +67,7 @@ test('settings validate inline, compute the redirect URL live, and save section 
   await page.getByTestId('savebar-model').getByTestId('unsaved').waitFor();
   await page.getByTestId('api-key').fill('sk-test');
   await page.getByTestId('save-model').click();
-  await page.getByTestId('savebar-model').getByTestId('restart-note').waitFor();
+  await page.getByTestId('savebar-model').getByTestId('saved-note').waitFor();
   s = (await page.evaluate(() => window.__fake.commandsCalled('save_settings'))).at(-1).args.settings;
   assert.equal(s.model.preset, 'custom');
   assert.equal(s.model.base_url, 'http://127.0.0.1:9000/v1');

@@ -55,7 +55,7 @@ test('the model picker lists the service’s models with the default preselected
   const calls = await page.evaluate(() => window.__fake.commandsCalled('list_models'));
   assert.deepEqual(calls[0].args, { preset: 'openai', baseUrl: null });
   await page.getByTestId('save-model').click();
-  await page.getByTestId('savebar-model').getByTestId('restart-note').waitFor();
+  await page.getByTestId('savebar-model').getByTestId('saved-note').waitFor();
   const saved = (await page.evaluate(() => window.__fake.commandsCalled('save_settings'))).at(-1).args.settings;
   assert.equal(saved.model.model, 'another-model');
   assert.equal(saved.model.preset, 'openai');

@@ -24,7 +24,8 @@ use crate::python::view::{
     AssistantInput, AssistantView, BuiltinToolView, CallbackTryView, PythonFileView, PythonRunView,
 };
 pub use crate::settings::assistant::{AssistantSettings, PythonFileSettings};
-use crate::view::{PreviewView, Text};
+use crate::text::Text;
+use crate::view::call::PreviewView;
 
 /// The longest a file name may be, and what it may contain: a Python module's name.
 fn check_file_name(name: &str) -> Result<(), CompanionError> {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::context::Context;
 use crate::error::CompanionError;
-use crate::view::{AuditQuery, AuditView, ExportFormat, RuleView};
+use crate::view::audit::{AuditQuery, AuditView, ExportFormat, RuleView};
 
 /// The rules, newest first, revoked ones included.
 pub(crate) fn rules(ctx: &Context) -> Result<Vec<RuleView>, CompanionError> {
@@ -49,7 +49,7 @@ pub(crate) fn export(
                 .map_err(|e| CompanionError::Other(e.to_string()))?,
             "json",
         ),
-        ExportFormat::Csv => (crate::view::audit_csv(&entries), "csv"),
+        ExportFormat::Csv => (crate::view::audit::audit_csv(&entries), "csv"),
     };
     let stamp = jiff::ZonedDateTime::now()
         .strftime("%Y%m%d-%H%M%S")

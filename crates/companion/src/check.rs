@@ -14,7 +14,7 @@ use ts_rs::TS;
 
 use crate::context::Context;
 use crate::options::APP_SECRET;
-use crate::view::Text;
+use crate::text::Text;
 
 /// How long each check may take.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(20);

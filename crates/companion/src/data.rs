@@ -17,7 +17,7 @@ use crate::app::Companion;
 use crate::error::CompanionError;
 use crate::options::APP_SECRET;
 use crate::paths::AppPaths;
-use crate::view::Text;
+use crate::text::Text;
 
 /// The file whose presence asks the next start to reset the app.
 const RESET_MARKER: &str = "reset-requested";

@@ -9,7 +9,8 @@ use ts_rs::TS;
 
 use crate::context::Context;
 use crate::error::CompanionError;
-use crate::view::{PreviewView, Text};
+use crate::text::Text;
+use crate::view::call::PreviewView;
 
 /// What the edited arguments would do, or why they cannot be used.
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]

@@ -1,7 +1,8 @@
 //! Names for people: the assistant's tools and Feishu's permissions in plain words, in both
 //! languages. Unknown names fall back to the raw string, so a new tool or scope still shows.
 
-use crate::view::{ScopeView, Text};
+use crate::text::Text;
+use crate::view::call::ScopeView;
 
 /// Every user scope to enable for a self-built Feishu app, in the order the README's table and
 /// the settings page list them; the feishu crate's list, which bounds what a sign-in asks for.

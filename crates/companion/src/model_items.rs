@@ -4,7 +4,7 @@
 
 use agent::{Event, FinishReason};
 
-use crate::view::TimelineItem;
+use crate::view::timeline::TimelineItem;
 
 /// The event's reasoning as an entry of its own, when the model reasoned.
 pub(crate) fn reasoning(event: &Event) -> Option<TimelineItem> {
@@ -66,7 +66,7 @@ mod tests {
     use agent::{Content, Part, UsageMetadata};
 
     use super::*;
-    use crate::view::timeline_items;
+    use crate::view::build::timeline_items;
 
     fn model_event() -> Event {
         let mut event = Event::new("inv-1", "companion").with_content(Content::new(

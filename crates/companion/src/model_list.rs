@@ -4,7 +4,7 @@
 
 use crate::context::Context;
 use crate::error::CompanionError;
-use crate::view::ModelListView;
+use crate::view::settings::ModelListView;
 
 /// The models `preset` offers. `base_url` overrides the preset's (it is required for
 /// `custom`). The stored key is used; none is needed for services that take none.

@@ -6,7 +6,7 @@
 
 use agent::engine::notice;
 
-use crate::view::Text;
+use crate::text::Text;
 
 /// The engine's fixed sentences.
 fn sentence(text: &str) -> Option<Text> {

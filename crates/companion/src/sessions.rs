@@ -11,7 +11,9 @@ use crate::context::Context;
 use crate::error::CompanionError;
 use crate::sync::lock;
 use crate::text::cut;
-use crate::view::{CallView, SessionView, TimelineView, timeline};
+use crate::view::build::{TimelineView, timeline};
+use crate::view::call::CallView;
+use crate::view::timeline::SessionView;
 
 /// How much of the first message names a conversation.
 const TITLE_CHARS: usize = 40;

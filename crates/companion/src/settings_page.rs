@@ -5,7 +5,8 @@
 use crate::context::Context;
 use crate::error::CompanionError;
 use crate::text::{Text, snake};
-use crate::view::{AppInfo, PersonView, PresetView, SettingsView};
+use crate::view::settings::{PresetView, SettingsView};
+use crate::view::timeline::{AppInfo, PersonView};
 
 /// About the running app, for the status bar and the demo banner.
 pub(crate) fn app_info(ctx: &Context) -> AppInfo {

@@ -182,7 +182,7 @@ pub(crate) async fn retry_auth_call(
     ctx: &Context,
     pending: Vec<agent::CallRecord>,
     call_id: &str,
-) -> Result<crate::view::TurnView, CompanionError> {
+) -> Result<crate::view::timeline::TurnView, CompanionError> {
     let call = pending
         .into_iter()
         .find(|c| c.call_id == call_id && c.status == agent::CallStatus::AwaitingAuth)
@@ -192,7 +192,7 @@ pub(crate) async fn retry_auth_call(
         .into_iter()
         .find(|t| t.invocation_id == call.invocation_id)
         .map(Into::into)
-        .unwrap_or(crate::view::TurnView {
+        .unwrap_or(crate::view::timeline::TurnView {
             invocation_id: call.invocation_id,
             status: "suspended".to_owned(),
         }))

@@ -46,3 +46,14 @@ pub(crate) fn cut(text: &str, max: usize) -> String {
         None => text.to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cut_keeps_whole_characters() {
+        assert_eq!(cut("飞书助手", 2), "飞书…");
+        assert_eq!(cut("飞书", 2), "飞书");
+    }
+}

@@ -8,7 +8,7 @@ use serde::Serialize;
 use ts_rs::TS;
 
 use crate::error::CompanionError;
-use crate::view::Text;
+use crate::text::Text;
 
 /// A command's failure, as the UI receives it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]

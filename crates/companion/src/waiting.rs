@@ -10,7 +10,7 @@ use agent::{CallRecord, Content, WaitingCalls};
 use crate::agents::ConnectedAgents;
 use crate::context::Context;
 use crate::error::CompanionError;
-use crate::view::TurnView;
+use crate::view::timeline::TurnView;
 
 /// Sends a message; with `cancel_waiting` the approvals and sign-ins still waiting in the
 /// conversation are called off first, otherwise they keep waiting.

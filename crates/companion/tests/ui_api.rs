@@ -141,7 +141,7 @@ async fn a_proposal_rejected_with_a_reason_as_the_ui_sees_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_settings_page_says_what_needs_a_restart() {
+async fn the_settings_page_saves_and_applies_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let app = open(dir.path()).await;
     let page = app.settings_view().unwrap();
@@ -155,18 +155,13 @@ async fn the_settings_page_says_what_needs_a_restart() {
 
     let mut settings = page.settings.clone();
     settings.approval_expiry_minutes = 30;
-    assert!(
-        !app.save_settings(settings.clone())
-            .await
-            .unwrap()
-            .restart_needed
-    );
+    app.save_settings(settings.clone()).await.unwrap();
+    assert_eq!(app.settings().approval_expiry_minutes, 30);
     settings.feishu.app_id = "cli_a1b2c3".into();
-    assert!(
-        !app.save_settings(settings.clone())
-            .await
-            .unwrap()
-            .restart_needed,
+    app.save_settings(settings.clone()).await.unwrap();
+    assert_eq!(
+        app.settings().feishu.app_id,
+        "cli_a1b2c3",
         "settings apply at once"
     );
     settings.feishu.app_id = "not-an-app".into();

@@ -9,7 +9,7 @@ use super::view::{
 };
 use crate::error::CompanionError;
 use crate::sync::lock;
-use crate::view::Text;
+use crate::text::Text;
 
 /// The name clients know the server by (`mcp__feishu-companion__approve`).
 pub const SERVER_NAME: &str = "feishu-companion";

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use crate::view::Text;
+use crate::text::Text;
 
 /// One registered agent.
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]

@@ -6,7 +6,7 @@ use agent::persist::{AuditEntry, AuditFilter};
 
 use super::Companion;
 use crate::error::CompanionError;
-use crate::view::{AuditQuery, AuditView, ExportFormat, RuleView};
+use crate::view::audit::{AuditQuery, AuditView, ExportFormat, RuleView};
 
 impl Companion {
     /// The always/never rules, newest first, revoked ones included.

@@ -6,7 +6,8 @@ use super::Companion;
 use crate::autonomy::{AutonomyInput, AutonomyView};
 use crate::edit::EditCheckView;
 use crate::error::CompanionError;
-use crate::view::{SessionView, TimelineView, TurnView};
+use crate::view::build::TimelineView;
+use crate::view::timeline::{SessionView, TurnView};
 
 impl Companion {
     /// Starts a new conversation.

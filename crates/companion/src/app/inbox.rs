@@ -4,7 +4,9 @@ use agent::{CallRecord, CallStatus, Decision};
 
 use super::Companion;
 use crate::error::CompanionError;
-use crate::view::{BatchDecision, CallView, SettlementInput, TurnView};
+use crate::view::call::CallView;
+use crate::view::decide::{BatchDecision, SettlementInput};
+use crate::view::timeline::TurnView;
 
 impl Companion {
     /// Everything waiting for the person, across conversations, oldest first (the engine's

@@ -186,7 +186,7 @@ impl Companion {
     }
 
     /// About the running app, for the status bar and the demo banner.
-    pub fn app_info(&self) -> crate::view::AppInfo {
+    pub fn app_info(&self) -> crate::view::timeline::AppInfo {
         crate::settings_page::app_info(&self.ctx)
     }
 

@@ -3,7 +3,7 @@
 use super::Companion;
 use crate::error::CompanionError;
 use crate::settings::Settings;
-use crate::view::{ModelListView, SavedSettings, SettingsView};
+use crate::view::settings::{ModelListView, SavedSettings, SettingsView};
 
 impl Companion {
     /// The current settings.
@@ -25,9 +25,7 @@ impl Companion {
         // made from an older copy must not undo what was set there meanwhile.
         settings.assistant = self.settings().assistant;
         self.apply_settings(settings).await?;
-        Ok(SavedSettings {
-            restart_needed: false,
-        })
+        Ok(SavedSettings {})
     }
 
     /// Saves new settings without applying them; the answer says whether what the settings

@@ -8,7 +8,8 @@ use super::Companion;
 use crate::error::CompanionError;
 use crate::events::SignInTicket;
 use crate::person::Person;
-use crate::view::{AccountView, SignInTicketView, TurnView};
+use crate::view::settings::{AccountView, SignInTicketView};
+use crate::view::timeline::TurnView;
 
 impl Companion {
     /// The signed-in account (no secrets), if any.

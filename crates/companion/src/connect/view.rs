@@ -4,8 +4,8 @@ use serde::Serialize;
 use ts_rs::TS;
 
 use super::qr::QrView;
-use super::{ConnectFailure, ConnectStatus, DeviceTicket};
-use crate::view::Text;
+use super::status::{ConnectFailure, ConnectStatus, DeviceTicket};
+use crate::text::Text;
 
 /// A code to confirm on Feishu's page, with its QR code.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]

@@ -159,7 +159,7 @@ pub struct LarkMcpView {
     /// Where lark-mcp is installed (or goes).
     pub package_dir: String,
     /// What is missing before it can run; `null` when it is ready.
-    pub problem: Option<crate::view::Text>,
+    pub problem: Option<crate::text::Text>,
     /// Of its tools, those that run without approval: what the Feishu API each calls shows to
     /// be a read.
     pub read_tools: Vec<String>,

@@ -4,7 +4,8 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use crate::settings::assistant::PythonFileSettings;
-use crate::view::{PreviewView, Text};
+use crate::text::Text;
+use crate::view::call::PreviewView;
 
 use super::FileStatus;
 

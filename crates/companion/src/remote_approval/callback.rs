@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 
 use super::card::{self, Action, Lang};
 use super::{RemoteApproval, WeakRemoteApproval};
-use crate::view::CallView;
+use crate::view::call::CallView;
 
 /// How long the answer waits for the decision to be recorded.
 const DECISION_WAIT: Duration = Duration::from_millis(2200);

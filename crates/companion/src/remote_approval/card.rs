@@ -7,7 +7,8 @@
 
 use serde_json::{Value, json};
 
-use crate::view::{CallView, Text};
+use crate::text::Text;
+use crate::view::call::CallView;
 
 /// The language of a card.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -379,7 +380,7 @@ pub fn buttons(card: &Value) -> Vec<(String, Value)> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::view::{PreviewFieldView, PreviewView};
+    use crate::view::call::{PreviewFieldView, PreviewView};
 
     fn call(risk: &str) -> CallView {
         CallView {

@@ -12,7 +12,7 @@ use crate::check::CheckItemView;
 use crate::error::CompanionError;
 use crate::options::{APP_SECRET, DEMO_APP_ID};
 use crate::sync::lock;
-use crate::view::Text;
+use crate::text::Text;
 
 /// Feishu's code when the app has no bot capability.
 const NO_BOT: i64 = 230006;

@@ -35,7 +35,7 @@ use ts_rs::TS;
 use crate::agents::ConnectedAgents;
 use crate::context::{Context, WeakContext};
 use crate::sync::lock;
-use crate::view::CallView;
+use crate::view::call::CallView;
 
 /// Cards waiting for a decision in the chat at once.
 pub const MAX_OPEN_CARDS: usize = 5;

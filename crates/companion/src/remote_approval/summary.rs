@@ -12,7 +12,7 @@ use super::RemoteApproval;
 use super::card::{self, Action, Lang, grey_line, header, line, plain};
 use super::refused_for_good;
 use crate::sync::lock;
-use crate::view::CallView;
+use crate::view::call::CallView;
 
 /// How many of the held-back calls the summary names, one line each.
 pub const SUMMARY_LINES: usize = 3;

@@ -9,7 +9,7 @@ use crate::events::UiEvent;
 use crate::mcp::McpEvent;
 use crate::mcp::api::Mcp;
 use crate::mcp::view::LarkMcpView;
-use crate::view::Text;
+use crate::text::Text;
 
 /// The npm registry: npm's own setting when the environment gives one (a mirror), else npm's.
 fn registry() -> String {

@@ -12,7 +12,7 @@ use sha2::Digest as _;
 use tokio::io::AsyncBufReadExt as _;
 
 use super::node::{Node, Npm};
-use crate::view::Text;
+use crate::text::Text;
 
 /// The package and the version the app runs.
 pub(crate) const PACKAGE: &str = "@larksuiteoapi/lark-mcp";
