@@ -13,7 +13,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use ts_rs::TS;
 
-use crate::app::Companion;
+use crate::context::Context;
 use crate::error::CompanionError;
 use crate::options::APP_SECRET;
 use crate::paths::AppPaths;
@@ -208,69 +208,67 @@ fn severity(state: &store::check::CheckState) -> u8 {
     }
 }
 
-impl Companion {
-    /// The check of the main database and, in demo mode, of the demo's: the worst of the two
-    /// (a damage message names its file, so the user knows which one).
-    fn database_check(&self) -> DatabaseCheckView {
-        let mut states = vec![self.main_store().check_state()];
-        let in_use = self.store();
-        if !Arc::ptr_eq(&in_use, self.main_store()) {
-            states.push(in_use.check_state());
-        }
-        let worst = states
+/// The check of the main database and, in demo mode, of the demo's: the worst of the two
+/// (a damage message names its file, so the user knows which one).
+fn database_check(ctx: &Context) -> DatabaseCheckView {
+    let mut states = vec![ctx.main_store().check_state()];
+    let in_use = ctx.store();
+    if !Arc::ptr_eq(&in_use, ctx.main_store()) {
+        states.push(in_use.check_state());
+    }
+    let worst = states
+        .into_iter()
+        .max_by_key(severity)
+        .unwrap_or(store::check::CheckState::Running);
+    match worst {
+        store::check::CheckState::Running => DatabaseCheckView::Checking,
+        store::check::CheckState::Sound => DatabaseCheckView::Ok,
+        store::check::CheckState::Damaged(damage) => DatabaseCheckView::Damaged {
+            message: damage.to_string(),
+        },
+        store::check::CheckState::Failed(message) => DatabaseCheckView::Failed { message },
+    }
+}
+
+/// The Settings page's "Data" section.
+pub(crate) async fn data_view(ctx: &Context) -> Result<DataView, CompanionError> {
+    let health = ctx.vault().health()?;
+    let database = database_check(ctx);
+    Ok(DataView {
+        secrets_locked: health.locked.clone(),
+        unreadable: health
+            .unreadable
             .into_iter()
-            .max_by_key(severity)
-            .unwrap_or(store::check::CheckState::Running);
-        match worst {
-            store::check::CheckState::Running => DatabaseCheckView::Checking,
-            store::check::CheckState::Sound => DatabaseCheckView::Ok,
-            store::check::CheckState::Damaged(damage) => DatabaseCheckView::Damaged {
-                message: damage.to_string(),
-            },
-            store::check::CheckState::Failed(message) => DatabaseCheckView::Failed { message },
-        }
-    }
+            .map(|u| UnreadableSecretView {
+                label: secret_label(&u.name),
+                name: u.name,
+                problem: u.problem,
+            })
+            .collect(),
+        sign_in_problem: ctx.tokens().load_problem(),
+        database,
+        reset_deletes: reset_items(ctx.paths()),
+    })
+}
 
-    /// The Settings page's "Data" section.
-    pub async fn data_view(&self) -> Result<DataView, CompanionError> {
-        let health = self.vault().health()?;
-        let database = self.database_check();
-        Ok(DataView {
-            secrets_locked: health.locked.clone(),
-            unreadable: health
-                .unreadable
-                .into_iter()
-                .map(|u| UnreadableSecretView {
-                    label: secret_label(&u.name),
-                    name: u.name,
-                    problem: u.problem,
-                })
-                .collect(),
-            sign_in_problem: self.tokens().load_problem(),
-            database,
-            reset_deletes: reset_items(self.paths()),
-        })
-    }
+/// "Sign out and forget all secrets": deletes the sign-in, the App Secret and every model
+/// key, and replaces a lost or damaged master key; conversations, approvals, rules and the
+/// audit trail are kept.
+pub(crate) async fn forget_secrets(ctx: &Context) -> Result<ForgetSecretsResult, CompanionError> {
+    let deleted = ctx.vault().forget_all()?;
+    // The sign-in is gone from the vault; forget it in memory too.
+    ctx.tokens().sign_out().await?;
+    Ok(ForgetSecretsResult {
+        deleted: u32::try_from(deleted).unwrap_or(u32::MAX),
+        restart_needed: !ctx.is_demo(),
+    })
+}
 
-    /// "Sign out and forget all secrets": deletes the sign-in, the App Secret and every model
-    /// key, and replaces a lost or damaged master key; conversations, approvals, rules and the
-    /// audit trail are kept.
-    pub async fn forget_secrets(&self) -> Result<ForgetSecretsResult, CompanionError> {
-        let deleted = self.vault().forget_all()?;
-        // The sign-in is gone from the vault; forget it in memory too.
-        self.tokens().sign_out().await?;
-        Ok(ForgetSecretsResult {
-            deleted: u32::try_from(deleted).unwrap_or(u32::MAX),
-            restart_needed: !self.is_demo(),
-        })
-    }
-
-    /// "Reset the app": asks the next start to delete everything [`reset_items`] lists. The
-    /// caller restarts the app.
-    pub fn reset_app(&self) -> Result<Vec<ResetItem>, CompanionError> {
-        request_reset(self.paths())?;
-        Ok(reset_items(self.paths()))
-    }
+/// "Reset the app": asks the next start to delete everything [`reset_items`] lists. The
+/// caller restarts the app.
+pub(crate) fn reset_app(ctx: &Context) -> Result<Vec<ResetItem>, CompanionError> {
+    request_reset(ctx.paths())?;
+    Ok(reset_items(ctx.paths()))
 }
 
 #[cfg(test)]

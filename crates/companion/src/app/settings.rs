@@ -90,4 +90,22 @@ impl Companion {
     pub async fn apply_model_key(&self, preset: &str, key: &str) -> Result<(), CompanionError> {
         crate::apply::apply_model_key(&self.ctx, preset, key).await
     }
+
+    /// The Settings page's "Data" section.
+    pub async fn data_view(&self) -> Result<crate::data::DataView, CompanionError> {
+        crate::data::data_view(&self.ctx).await
+    }
+
+    /// "Sign out and forget all secrets": deletes the sign-in, the App Secret and every model
+    /// key, and replaces a lost or damaged master key; conversations, approvals, rules and the
+    /// audit trail are kept.
+    pub async fn forget_secrets(&self) -> Result<crate::data::ForgetSecretsResult, CompanionError> {
+        crate::data::forget_secrets(&self.ctx).await
+    }
+
+    /// "Reset the app": asks the next start to delete everything [`reset_items`] lists. The
+    /// caller restarts the app.
+    pub fn reset_app(&self) -> Result<Vec<crate::data::ResetItem>, CompanionError> {
+        crate::data::reset_app(&self.ctx)
+    }
 }

@@ -15,6 +15,7 @@
 
 mod api;
 mod auth;
+pub(crate) mod fetch;
 pub(crate) mod node;
 pub(crate) mod reads;
 pub(crate) mod setup;

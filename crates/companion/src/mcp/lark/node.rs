@@ -10,7 +10,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use super::setup::{Progress, SetupError, download, unpack};
+use super::fetch::{Progress, SetupError, download, unpack};
 
 /// The oldest major version lark-mcp runs on.
 pub(crate) const MIN_MAJOR: u32 = 20;
