@@ -43,18 +43,11 @@ pub struct Companion {
     connect: crate::connect::Connect,
 }
 
-impl std::ops::Deref for Companion {
-    type Target = Context;
-    fn deref(&self) -> &Context {
-        &self.ctx
-    }
-}
-
 impl std::fmt::Debug for Companion {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Companion")
             .field("paths", self.ctx.paths())
-            .field("profile", &self.runtime().profile)
+            .field("profile", &self.ctx.runtime().profile)
             .finish_non_exhaustive()
     }
 }
@@ -130,7 +123,7 @@ impl Companion {
             .ctx
             .set_wiring(Arc::new(AppWiring(companion.assistant.downgrade())));
         companion.agents.apply_connected_agents()?;
-        companion.recover(&runtime).await?;
+        companion.ctx.recover(&runtime).await?;
         if runtime.demo.is_some() {
             // The emulator starts afresh with every launch and knows no earlier token, so a
             // stored one would only make the status bar claim a sign-in that has ended. The
@@ -145,7 +138,7 @@ impl Companion {
         companion.mcp.forward_mcp_questions();
         companion
             .agents
-            .start_agent_server(companion.options().agents_port)
+            .start_agent_server(companion.ctx.options().agents_port)
             .await;
         Ok(companion)
     }

@@ -14,7 +14,7 @@ use crate::view::timeline::TurnView;
 impl Companion {
     /// The signed-in account (no secrets), if any.
     pub async fn account(&self) -> Result<Option<Account>, CompanionError> {
-        Ok(self.runtime().tokens.account().await?)
+        Ok(self.ctx.runtime().tokens.account().await?)
     }
 
     /// The signed-in account as the UI shows it, without its tokens.
@@ -62,7 +62,7 @@ impl Companion {
 
     /// Signs out of Feishu.
     pub async fn sign_out(&self) -> Result<(), CompanionError> {
-        Ok(self.runtime().tokens.sign_out().await?)
+        Ok(self.ctx.runtime().tokens.sign_out().await?)
     }
 
     /// Runs a call that waits for a permission again (after the app was granted it).
