@@ -7,6 +7,10 @@
 //!
 //! The binary calls [`run`]; the tests build the same app on Tauri's mock runtime with
 //! [`configure`] and [`context`].
+//!
+//! Imports: `companion` only, through its public API; inside, the command files and the
+//! window/tray/notification files import shared leaves (`answer`, `state`, `windows`) and never
+//! each other in a circle (`crates/companion/tests/architecture.rs` checks).
 
 mod agents;
 mod answer;

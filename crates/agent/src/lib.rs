@@ -9,6 +9,9 @@
 //! map folded from the events' `state_delta`s, scoped by key prefix ([`StateScope`]).
 //!
 //! It knows nothing of Feishu, HTTP servers, SQLite or Tauri: those depend on it, never the reverse.
+//!
+//! Imports: no crate of this workspace — the engine is the bottom layer; stores, models and tools
+//! plug in through its traits ([`persist::EngineStore`], [`Model`], [`AgentTool`]).
 
 pub mod agent;
 pub mod clock;

@@ -6,6 +6,11 @@
 //! Terms: *demo mode* runs the built-in Feishu emulator and the scripted model in-process, for
 //! a user who has not configured a Feishu app or a model yet. *Pending* items are the calls
 //! waiting for the user: approvals, sign-ins, and writes whose outcome a crash made unknown.
+//!
+//! Imports: the engine crates below (`agent`, `store`, `feishu`, `llm`, `mcp`, `pysandbox`,
+//! `emulator` for demo mode), never Tauri. Inside, imports go down only: leaves → the context
+//! ([`context`]) → features → the facade (`app/`, the only `impl Companion`);
+//! `tests/architecture.rs` fails on any import circle (see docs/architecture.md).
 
 pub mod agents;
 mod app;

@@ -8,6 +8,9 @@
 //!   the demo session.
 //! - The Feishu emulator (OAuth pages, token endpoint, the Open API subset the tools use) lives in
 //!   its own modules beside it.
+//!
+//! Imports: only `lark-frame`; it speaks Feishu's wire formats and knows none of the app's crates,
+//! so the production clients run against it unchanged.
 
 pub mod feishu;
 pub mod model_server;

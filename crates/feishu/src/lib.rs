@@ -12,6 +12,9 @@
 //! code on the phone) instead of a redirect; *self-registration* ([`registration`]) creates the
 //! user's own app the same way, so no developer console is needed.
 //! Base URLs are configuration, so the same code runs against Feishu, Lark and the emulator.
+//!
+//! Imports: `agent` (its tools), `store` (the token vault) and `lark-frame` (the long connection's
+//! frames); never the application core.
 
 pub mod api;
 pub mod bot;

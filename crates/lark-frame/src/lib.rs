@@ -13,6 +13,8 @@
 //!
 //! The message definitions follow Feishu's `pbbp2.proto` field for field (numbers, proto2
 //! `required`/`optional`), so the official SDKs' clients and ours read the same bytes.
+//!
+//! Imports: no crate of this workspace.
 
 use prost::Message;
 

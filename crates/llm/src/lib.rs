@@ -32,6 +32,8 @@
 //! assert_eq!(model.name(), "deepseek-v4-pro");
 //! # Ok::<(), llm::ConfigError>(())
 //! ```
+//!
+//! Imports: only `agent` (the `Model` trait it implements); nothing above it.
 
 pub mod anthropic;
 pub mod errors;

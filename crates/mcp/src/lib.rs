@@ -13,6 +13,8 @@
 //!
 //! Imports: the engine's vocabulary (`agent`) and `rmcp`; nothing of the app, Feishu, SQLite or
 //! Tauri. Secrets come in resolved ([`Resolved`]); where they are kept is the app's business.
+//!
+//! Imports: only `agent` (the tools it offers the engine); nothing above it.
 
 pub mod config;
 pub mod connection;

@@ -116,6 +116,8 @@
 //!   (above): the seed documents the class, Google's samples read a dict, and both work.
 //! - A tool's return value is the function response's `output`, as the seed says; Google's
 //!   platform nests it under `result` (its tool tests read `$.result.…`).
+//!
+//! Imports: only `agent` (the tools and callbacks it offers the engine); nothing above it.
 
 pub mod cache;
 mod callbacks;

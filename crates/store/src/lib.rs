@@ -18,6 +18,8 @@
 //!
 //! The store never deletes or recreates a user's database file on its own: a damaged file, one it
 //! cannot read, or one written by a newer version is reported with the file's path and what to do.
+//!
+//! Imports: only `agent` (the records and the store trait it implements); nothing above it.
 
 pub mod check;
 mod decode;
