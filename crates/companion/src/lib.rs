@@ -9,7 +9,7 @@
 //!
 //! Imports: the engine crates below (`agent`, `store`, `feishu`, `llm`, `mcp`, `pysandbox`,
 //! `emulator` for demo mode), never Tauri. Inside, imports go down only: leaves → the context
-//! ([`context`]) → features → the facade (`app/`, the only `impl Companion`);
+//! (`context.rs`) → features → the facade (`app/`, the only `impl Companion`);
 //! `tests/architecture.rs` fails on any import circle (see docs/architecture.md).
 
 pub mod agents;
