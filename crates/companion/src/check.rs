@@ -68,25 +68,35 @@ async fn check_feishu_app(ctx: &Context) -> CheckItemView {
         "飞书应用（App ID 与 App Secret）",
         "Feishu app (App ID and App Secret)",
     );
+    let (ok, detail) = match credentials(ctx) {
+        Ok((app_id, secret)) => ask_for_app_token(ctx, &app_id, &secret).await,
+        Err(detail) => (false, detail),
+    };
+    item("feishu_app", ok, label, detail)
+}
+
+/// The App ID and Secret as entered, or what is missing.
+fn credentials(ctx: &Context) -> Result<(String, secrecy::SecretString), Text> {
     let settings = ctx.settings();
     let secret = ctx
         .vault_secret(APP_SECRET)
         .map(secrecy::SecretString::from);
-    let (app_id, secret) = match (settings.feishu.app_id.as_str(), secret) {
-        ("", _) | (_, None) => {
-            return item(
-                "feishu_app",
-                false,
-                label,
-                Text::new(
-                    "还没有填写 App ID 和 App Secret（在开发者后台 → 凭证与基础信息中可以找到）。",
-                    "No App ID and App Secret yet (the developer console shows them under Credentials & Basic Info).",
-                ),
-            );
-        }
-        (app_id, Some(secret)) => (app_id.to_owned(), secret),
-    };
-    let base = ctx.feishu_base_url(settings.feishu.brand);
+    match (settings.feishu.app_id.as_str(), secret) {
+        ("", _) | (_, None) => Err(Text::new(
+            "还没有填写 App ID 和 App Secret（在开发者后台 → 凭证与基础信息中可以找到）。",
+            "No App ID and App Secret yet (the developer console shows them under Credentials & Basic Info).",
+        )),
+        (app_id, Some(secret)) => Ok((app_id.to_owned(), secret)),
+    }
+}
+
+/// Asks Feishu for an app access token with these credentials: whether it gave one, in words.
+async fn ask_for_app_token(
+    ctx: &Context,
+    app_id: &str,
+    secret: &secrecy::SecretString,
+) -> (bool, Text) {
+    let base = ctx.feishu_base_url(ctx.settings().feishu.brand);
     let url = format!("{base}/open-apis/auth/v3/app_access_token/internal");
     feishu::oauth::install_crypto_provider();
     let client = match reqwest::Client::builder()
@@ -96,10 +106,8 @@ async fn check_feishu_app(ctx: &Context) -> CheckItemView {
     {
         Ok(client) => client,
         Err(e) => {
-            return item(
-                "feishu_app",
+            return (
                 false,
-                label,
                 Text::new(format!("无法检查：{e}"), format!("Cannot check: {e}")),
             );
         }
@@ -113,22 +121,22 @@ async fn check_feishu_app(ctx: &Context) -> CheckItemView {
         .ok()
         .and_then(|u| u.host_str().map(str::to_owned))
         .unwrap_or(base);
-    let body: Option<Value> = match answer {
-        Ok(answer) => answer.json().await.ok(),
-        Err(_) => {
-            return item(
-                "feishu_app",
-                false,
-                label,
-                Text::new(
-                    format!("连不上 {host}：检查网络，以及设置中选择的是飞书还是 Lark。"),
-                    format!(
-                        "Cannot reach {host}: check the network, and whether Settings say Feishu or Lark."
-                    ),
+    match answer {
+        Ok(answer) => token_verdict(&host, answer.json().await.ok()),
+        Err(_) => (
+            false,
+            Text::new(
+                format!("连不上 {host}：检查网络，以及设置中选择的是飞书还是 Lark。"),
+                format!(
+                    "Cannot reach {host}: check the network, and whether Settings say Feishu or Lark."
                 ),
-            );
-        }
-    };
+            ),
+        ),
+    }
+}
+
+/// What Feishu's answer to the token request says of the credentials.
+fn token_verdict(host: &str, body: Option<Value>) -> (bool, Text) {
     let code = body.as_ref().and_then(|b| b["code"].as_i64());
     let msg = body
         .as_ref()
@@ -136,19 +144,15 @@ async fn check_feishu_app(ctx: &Context) -> CheckItemView {
         .unwrap_or_default()
         .to_owned();
     match code {
-        Some(0) => item(
-            "feishu_app",
+        Some(0) => (
             true,
-            label,
             Text::new(
                 format!("{host} 接受了这个 App ID 和 App Secret。"),
                 format!("{host} accepted this App ID and App Secret."),
             ),
         ),
-        Some(code) => item(
-            "feishu_app",
+        Some(code) => (
             false,
-            label,
             Text::new(
                 format!(
                     "飞书拒绝了（错误码 {code}：{msg}）。核对 App ID 与 App Secret 是否来自同一个应用，是否选对了飞书或 Lark；重置过 Secret 的话请重新填写。"
@@ -158,10 +162,8 @@ async fn check_feishu_app(ctx: &Context) -> CheckItemView {
                 ),
             ),
         ),
-        None => item(
-            "feishu_app",
+        None => (
             false,
-            label,
             Text::new(
                 format!("{host} 的回答看不懂。"),
                 format!("{host} answered something that is not Feishu's."),
@@ -232,6 +234,28 @@ async fn check_redirect_port(ctx: &Context) -> CheckItemView {
     }
 }
 
+/// Sends the model one short request and reads its answer to the end of its first chunk: an
+/// answer at all is what is being checked.
+async fn ping(config: llm::ProviderConfig) -> Result<(), String> {
+    let name = config.model.clone();
+    let model = llm::connect(config).map_err(|e| e.to_string())?;
+    let mut stream = model
+        .generate(LlmRequest {
+            model: Some(name),
+            contents: vec![Content::user_text("ping")],
+            config: None,
+        })
+        .await
+        .map_err(|e| e.message)?;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| e.message)?;
+        if chunk.partial != Some(true) {
+            break;
+        }
+    }
+    Ok(())
+}
+
 async fn check_model(ctx: &Context) -> CheckItemView {
     let settings = ctx.settings();
     let label = Text::new("模型", "Model");
@@ -268,25 +292,7 @@ async fn check_model(ctx: &Context) -> CheckItemView {
     config.http.retry.max_retries = 0;
     config.http.read_timeout = CHECK_TIMEOUT;
     let name = config.model.clone();
-    let outcome = async {
-        let model = llm::connect(config).map_err(|e| e.to_string())?;
-        let mut stream = model
-            .generate(LlmRequest {
-                model: Some(name.clone()),
-                contents: vec![Content::user_text("ping")],
-                config: None,
-            })
-            .await
-            .map_err(|e| e.message)?;
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| e.message)?;
-            if chunk.partial != Some(true) {
-                break;
-            }
-        }
-        Ok::<(), String>(())
-    };
-    match tokio::time::timeout(CHECK_TIMEOUT, outcome).await {
+    match tokio::time::timeout(CHECK_TIMEOUT, ping(config)).await {
         Ok(Ok(())) => item(
             "model",
             true,
