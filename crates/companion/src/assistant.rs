@@ -14,8 +14,9 @@ use serde_json::{Map, Value};
 
 use crate::agents::Agents;
 use crate::compose::SYSTEM_INSTRUCTION;
-use crate::context::{Context, WeakContext};
+use crate::context::Context;
 use crate::error::CompanionError;
+use crate::feature::{Feature, WeakFeature};
 use crate::mcp::McpServers;
 use crate::python::PythonTools;
 use crate::python::TEMPLATE;
@@ -47,95 +48,60 @@ fn check_file_name(name: &str) -> Result<(), CompanionError> {
 /// How long the editor's Run waits for the sandbox to finish preparing.
 const SANDBOX_WAIT: Duration = Duration::from_secs(60);
 
-/// The assistant as a feature: the context, the user's Python (its files and what they reach
-/// outside the sandbox), and what the agent is composed with besides (the MCP servers' tools,
-/// and the connected agents, given those tools too). Cheap to clone; the app keeps one.
-#[derive(Clone)]
-pub(crate) struct Assistant {
-    ctx: Context,
+/// What the assistant keeps: the user's Python (its files and what they reach outside the
+/// sandbox), and what the agent is composed with besides (the MCP servers' tools, and the
+/// connected agents, given those tools too).
+pub(crate) struct AssistantState {
     python: Arc<PythonTools>,
     host: Arc<AppHost>,
     mcp: Arc<McpServers>,
     agents: Agents,
 }
 
-// A feature reads the context as its own: what it adds is its state, not another context.
-impl std::ops::Deref for Assistant {
-    type Target = Context;
-    fn deref(&self) -> &Context {
-        &self.ctx
-    }
-}
-
+/// The assistant as a feature (see [`crate::feature`]). The app keeps one.
+pub(crate) type Assistant = Feature<AssistantState>;
 /// [`Assistant`] that does not keep the app alive (the folder's watcher, rebuilds).
-#[derive(Clone)]
-pub(crate) struct WeakAssistant {
-    ctx: WeakContext,
-    python: std::sync::Weak<PythonTools>,
-    host: std::sync::Weak<AppHost>,
-    mcp: std::sync::Weak<McpServers>,
-    agents: crate::agents::WeakAgents,
-}
-
-impl WeakAssistant {
-    pub(crate) fn upgrade(&self) -> Option<Assistant> {
-        Some(Assistant {
-            ctx: self.ctx.upgrade()?,
-            python: self.python.upgrade()?,
-            host: self.host.upgrade()?,
-            mcp: self.mcp.upgrade()?,
-            agents: self.agents.upgrade()?,
-        })
-    }
-}
+pub(crate) type WeakAssistant = WeakFeature<AssistantState>;
 
 impl Assistant {
-    pub(crate) fn new(
+    pub(crate) fn open(
         ctx: Context,
         python: Arc<PythonTools>,
         host: Arc<AppHost>,
         mcp: Arc<McpServers>,
         agents: Agents,
     ) -> Assistant {
-        Assistant {
+        Feature::new(
             ctx,
-            python,
-            host,
-            mcp,
-            agents,
-        }
-    }
-
-    pub(crate) fn downgrade(&self) -> WeakAssistant {
-        WeakAssistant {
-            ctx: self.ctx.downgrade(),
-            python: Arc::downgrade(&self.python),
-            host: Arc::downgrade(&self.host),
-            mcp: Arc::downgrade(&self.mcp),
-            agents: self.agents.downgrade(),
-        }
+            AssistantState {
+                python,
+                host,
+                mcp,
+                agents,
+            },
+        )
     }
 
     /// The user's Python files and sandbox.
     pub(crate) fn python(&self) -> &Arc<PythonTools> {
-        &self.python
+        &self.state().python
     }
 
     /// What that Python reaches outside the sandbox; re-attached to each new runtime.
     pub(crate) fn host(&self) -> &Arc<AppHost> {
-        &self.host
+        &self.state().host
     }
 
     fn python_host(&self) -> Arc<dyn pysandbox::Host> {
-        self.host.clone()
+        self.state().host.clone()
     }
 
     pub(crate) fn mcp(&self) -> &Arc<McpServers> {
-        &self.mcp
+        &self.state().mcp
     }
 
     pub(crate) fn agents(&self) -> &Agents {
-        &self.agents
+        &self.state().agents
     }
 }
 
@@ -326,7 +292,7 @@ impl Assistant {
         let agent = self.build_agent()?;
         self.engine().set_agent(agent)?;
         // The MCP servers' tools may have changed, and agents may have been given them.
-        self.agents.apply_connected_agents()
+        self.agents().apply_connected_agents()
     }
 
     /// Prepares the Python sandbox in the background (never delaying the window: tens of

@@ -26,6 +26,7 @@ pub mod data;
 mod edit;
 mod error;
 mod events;
+mod feature;
 pub mod labels;
 pub mod mcp;
 mod model_items;

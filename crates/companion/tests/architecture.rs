@@ -7,6 +7,8 @@
 //! `mod.rs` files that only declare and re-export their children are fine, as long as nothing
 //! below imports them back; so features import the precise file (`crate::view::call::CallView`).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 

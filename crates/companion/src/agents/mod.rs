@@ -23,8 +23,9 @@ use std::sync::{Arc, Mutex};
 
 use agent::{AgentTool, LlmAgent};
 
-use crate::context::{Context, WeakContext};
+use crate::context::Context;
 use crate::error::CompanionError;
+use crate::feature::{Feature, WeakFeature};
 use crate::mcp::McpServers;
 use crate::sync::lock;
 use registry::{AgentsFile, ClientRecord};
@@ -119,65 +120,34 @@ impl ConnectedAgents {
     }
 }
 
-/// The connected agents feature: the context, the registry, and the MCP servers whose tools
-/// a client may be given. Cheap to clone; the app keeps one.
-#[derive(Clone)]
-pub(crate) struct Agents {
-    ctx: Context,
+/// What the connected agents feature keeps: the registry, and the MCP servers whose tools a
+/// client may be given.
+pub(crate) struct AgentsState {
     registry: Arc<ConnectedAgents>,
     mcp: Arc<McpServers>,
 }
 
-// A feature reads the context as its own: what it adds is its state, not another context.
-impl std::ops::Deref for Agents {
-    type Target = Context;
-    fn deref(&self) -> &Context {
-        &self.ctx
-    }
-}
-
+/// The connected agents feature (see [`crate::feature`]). Cheap to clone; the app keeps one.
+pub(crate) type Agents = Feature<AgentsState>;
 /// [`Agents`] that does not keep the app alive (for the server's tasks).
-#[derive(Clone)]
-pub(crate) struct WeakAgents {
-    ctx: WeakContext,
-    registry: std::sync::Weak<ConnectedAgents>,
-    mcp: std::sync::Weak<McpServers>,
-}
-
-impl WeakAgents {
-    pub(crate) fn upgrade(&self) -> Option<Agents> {
-        Some(Agents {
-            ctx: self.ctx.upgrade()?,
-            registry: self.registry.upgrade()?,
-            mcp: self.mcp.upgrade()?,
-        })
-    }
-}
+pub(crate) type WeakAgents = WeakFeature<AgentsState>;
 
 impl Agents {
-    pub(crate) fn new(
+    pub(crate) fn open(
         ctx: Context,
         registry: Arc<ConnectedAgents>,
         mcp: Arc<McpServers>,
     ) -> Agents {
-        Agents { ctx, registry, mcp }
-    }
-
-    pub(crate) fn downgrade(&self) -> WeakAgents {
-        WeakAgents {
-            ctx: self.ctx.downgrade(),
-            registry: Arc::downgrade(&self.registry),
-            mcp: Arc::downgrade(&self.mcp),
-        }
+        Feature::new(ctx, AgentsState { registry, mcp })
     }
 
     /// The registry of clients.
     pub(crate) fn agent_registry(&self) -> &Arc<ConnectedAgents> {
-        &self.registry
+        &self.state().registry
     }
 
     fn mcp(&self) -> &Arc<McpServers> {
-        &self.mcp
+        &self.state().mcp
     }
 
     /// Whose sessions connected agents' requests are kept in: the person's, set apart so they

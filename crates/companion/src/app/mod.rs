@@ -101,10 +101,10 @@ impl Companion {
                 .into_inner()
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         });
-        let agents = crate::agents::Agents::new(ctx.clone(), registry.clone(), servers.clone());
-        let remote = crate::remote_approval::RemoteApproval::new(ctx.clone(), registry);
+        let agents = crate::agents::Agents::open(ctx.clone(), registry.clone(), servers.clone());
+        let remote = crate::remote_approval::RemoteApproval::open(ctx.clone(), registry);
         let mcp = crate::mcp::api::Mcp::new(ctx.clone(), servers.clone());
-        let assistant = crate::assistant::Assistant::new(
+        let assistant = crate::assistant::Assistant::open(
             ctx.clone(),
             python,
             python_host,
@@ -112,7 +112,7 @@ impl Companion {
             agents.clone(),
         );
         let companion = Companion {
-            connect: crate::connect::Connect::new(ctx.clone()),
+            connect: crate::connect::Connect::open(ctx.clone()),
             ctx,
             assistant,
             remote,

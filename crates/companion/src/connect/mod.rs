@@ -19,6 +19,7 @@ use feishu::{Brand, Endpoints, RegistrationClient};
 use crate::context::Context;
 use crate::error::CompanionError;
 use crate::events::SignInStatus;
+use crate::feature::Feature;
 use crate::options::APP_SECRET;
 use crate::sync::lock;
 
@@ -27,32 +28,17 @@ pub use status::{ConnectFailure, ConnectStatus, DeviceTicket};
 /// The "Connect my Feishu" in progress, and its code.
 type ConnectSlot = std::sync::Mutex<Option<(tokio::task::JoinHandle<()>, DeviceTicket)>>;
 
-/// "Connect my Feishu" as a feature: the context and the one connect in progress. Cheap to
-/// clone; the app keeps one.
-#[derive(Clone)]
-pub(crate) struct Connect {
-    ctx: Context,
-    slot: std::sync::Arc<ConnectSlot>,
-}
-
-// A feature reads the context as its own: what it adds is its state, not another context.
-impl std::ops::Deref for Connect {
-    type Target = Context;
-    fn deref(&self) -> &Context {
-        &self.ctx
-    }
-}
+/// "Connect my Feishu" as a feature (see [`crate::feature`]): the context and the one connect
+/// in progress. The app keeps one.
+pub(crate) type Connect = Feature<ConnectSlot>;
 
 impl Connect {
-    pub(crate) fn new(ctx: Context) -> Connect {
-        Connect {
-            ctx,
-            slot: std::sync::Arc::default(),
-        }
+    pub(crate) fn open(ctx: Context) -> Connect {
+        Feature::new(ctx, ConnectSlot::default())
     }
 
     fn connect_slot(&self) -> &ConnectSlot {
-        &self.slot
+        self.state()
     }
 }
 

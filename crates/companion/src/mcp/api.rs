@@ -8,56 +8,17 @@ use super::McpServers;
 use super::view::{
     McpImportSourceView, McpImportView, McpSecretInput, McpServerInput, McpServerView,
 };
-use crate::context::{Context, WeakContext};
 use crate::error::CompanionError;
 use crate::events::UiEvent;
+use crate::feature::Feature;
 
-/// The MCP feature: the context and the user's servers. Cheap to clone; the app keeps one.
-#[derive(Clone)]
-pub(crate) struct Mcp {
-    ctx: Context,
-    servers: std::sync::Arc<McpServers>,
-}
-
-// A feature reads the context as its own: what it adds is its state, not another context.
-impl std::ops::Deref for Mcp {
-    type Target = Context;
-    fn deref(&self) -> &Context {
-        &self.ctx
-    }
-}
-
-/// [`Mcp`] that does not keep the app alive (for the tasks forwarding the hub's events).
-#[derive(Clone)]
-pub(crate) struct WeakMcp {
-    ctx: WeakContext,
-    servers: std::sync::Weak<McpServers>,
-}
-
-impl WeakMcp {
-    pub(crate) fn upgrade(&self) -> Option<Mcp> {
-        Some(Mcp {
-            ctx: self.ctx.upgrade()?,
-            servers: self.servers.upgrade()?,
-        })
-    }
-}
+/// The MCP feature (see [`crate::feature`]): the context and the user's servers.
+pub(crate) type Mcp = Feature<std::sync::Arc<McpServers>>;
 
 impl Mcp {
-    pub(crate) fn new(ctx: Context, servers: std::sync::Arc<McpServers>) -> Mcp {
-        Mcp { ctx, servers }
-    }
-
-    pub(crate) fn downgrade(&self) -> WeakMcp {
-        WeakMcp {
-            ctx: self.ctx.downgrade(),
-            servers: std::sync::Arc::downgrade(&self.servers),
-        }
-    }
-
     /// The user's servers.
     pub(crate) fn mcp(&self) -> &std::sync::Arc<McpServers> {
-        &self.servers
+        self.state()
     }
 }
 

@@ -33,7 +33,8 @@ use sha2::{Digest as _, Sha256};
 use ts_rs::TS;
 
 use crate::agents::ConnectedAgents;
-use crate::context::{Context, WeakContext};
+use crate::context::Context;
+use crate::feature::{Feature, WeakFeature};
 use crate::sync::lock;
 use crate::view::call::CallView;
 
@@ -177,72 +178,43 @@ impl Remote {
     }
 }
 
-/// Approving from Feishu, as a feature: the context, the loop's state, and the connected
-/// agents (their calls are the person's too, and get cards). Cheap to clone; the app keeps one.
-#[derive(Clone)]
-pub(crate) struct RemoteApproval {
-    ctx: Context,
+/// What approving from Feishu keeps: the loop's state, and the connected agents' registry
+/// (their calls are the person's too, and get cards).
+pub(crate) struct RemoteApprovalState {
     remote: Arc<Remote>,
     agents: Arc<ConnectedAgents>,
 }
 
-// A feature reads the context as its own: what it adds is its state, not another context.
-impl std::ops::Deref for RemoteApproval {
-    type Target = Context;
-    fn deref(&self) -> &Context {
-        &self.ctx
-    }
-}
-
+/// Approving from Feishu, as a feature (see [`crate::feature`]). The app keeps one.
+pub(crate) type RemoteApproval = Feature<RemoteApprovalState>;
 /// [`RemoteApproval`] that does not keep the app alive (for the loop and Feishu's callbacks).
-#[derive(Clone)]
-pub(crate) struct WeakRemoteApproval {
-    ctx: WeakContext,
-    remote: std::sync::Weak<Remote>,
-    agents: std::sync::Weak<ConnectedAgents>,
-}
-
-impl WeakRemoteApproval {
-    pub(crate) fn upgrade(&self) -> Option<RemoteApproval> {
-        Some(RemoteApproval {
-            ctx: self.ctx.upgrade()?,
-            remote: self.remote.upgrade()?,
-            agents: self.agents.upgrade()?,
-        })
-    }
-}
+pub(crate) type WeakRemoteApproval = WeakFeature<RemoteApprovalState>;
 
 impl RemoteApproval {
-    pub(crate) fn new(ctx: Context, agents: Arc<ConnectedAgents>) -> RemoteApproval {
-        RemoteApproval {
+    pub(crate) fn open(ctx: Context, agents: Arc<ConnectedAgents>) -> RemoteApproval {
+        Feature::new(
             ctx,
-            remote: Arc::default(),
-            agents,
-        }
-    }
-
-    pub(crate) fn downgrade(&self) -> WeakRemoteApproval {
-        WeakRemoteApproval {
-            ctx: self.ctx.downgrade(),
-            remote: Arc::downgrade(&self.remote),
-            agents: Arc::downgrade(&self.agents),
-        }
+            RemoteApprovalState {
+                remote: Arc::default(),
+                agents,
+            },
+        )
     }
 
     fn remote(&self) -> Arc<Remote> {
-        self.remote.clone()
+        self.state().remote.clone()
     }
 
     /// Which calls are the person's (see [`crate::waiting::users_calls`]).
     fn users_calls(
         &self,
     ) -> Result<impl Fn(&agent::CallRecord) -> bool + use<>, crate::error::CompanionError> {
-        crate::waiting::users_calls(&self.ctx, &self.agents)
+        crate::waiting::users_calls(self, &self.state().agents)
     }
 
     /// Everything waiting for the person (see [`crate::waiting::pending`]).
     fn pending(&self) -> Result<Vec<agent::CallRecord>, crate::error::CompanionError> {
-        crate::waiting::pending(&self.ctx, &self.agents)
+        crate::waiting::pending(self, &self.state().agents)
     }
 
     /// The signed-in account, if any.
