@@ -117,6 +117,31 @@ impl RemoteApproval {
                 json!({"toast": toast("error", lang, "这个卡片无法识别。", "This card could not be read.")}),
             );
         };
+        if let Some(refused) = self.refuse_operator(&click, lang).await {
+            return Some(refused);
+        }
+        if click.action == Some(Action::OpenInbox) {
+            self.emit_open_inbox();
+            return Some(json!({"toast": toast(
+                "info",
+                lang,
+                "已在电脑上的飞书助手中打开收件箱。",
+                "Opened the inbox in Feishu Companion on your computer.",
+            )}));
+        }
+        let store = self.store();
+        let (record, decision) = match self.click_decision(&store, &click, lang) {
+            Ok(found) => found,
+            Err(answer) => return Some(answer),
+        };
+        Some(
+            self.decide_and_answer(&store, &click, record, decision, lang)
+                .await,
+        )
+    }
+
+    /// Refuses a click from anyone but the signed-in user (a card forwarded and clicked there).
+    async fn refuse_operator(&self, click: &Click, lang: Lang) -> Option<Value> {
         let signed_in = match self.account().await {
             Ok(Some(account)) => account.user.map(|u| u.open_id),
             _ => None,
@@ -130,28 +155,29 @@ impl RemoteApproval {
                 "Only the person signed in to Feishu Companion can decide this.",
             )}));
         }
-        if click.action == Some(Action::OpenInbox) {
-            self.emit_open_inbox();
-            return Some(json!({"toast": toast(
-                "info",
-                lang,
-                "已在电脑上的飞书助手中打开收件箱。",
-                "Opened the inbox in Feishu Companion on your computer.",
-            )}));
-        }
-        let store = self.store();
+        None
+    }
+
+    /// The person's call a click names and what it decides, or the answer when it decides
+    /// nothing (an unknown or stale call, "Open in app", an unknown button).
+    fn click_decision(
+        &self,
+        store: &store::Store,
+        click: &Click,
+        lang: Lang,
+    ) -> Result<(agent::CallRecord, Decision), Value> {
         let record = match store.call(&click.call_id) {
             Ok(Some(record)) if self.users_calls().is_ok_and(|users| users(&record)) => record,
             _ => {
                 tracing::warn!(call_id = %click.call_id, "a card click for an unknown call was refused");
-                return Some(
+                return Err(
                     json!({"toast": toast("error", lang, "找不到这个请求。", "This request is not known to the app.")}),
                 );
             }
         };
         if click.action == Some(Action::Open) {
             self.emit_open_call(&record.call_id);
-            return Some(json!({"toast": toast(
+            return Err(json!({"toast": toast(
                 "info",
                 lang,
                 "已在电脑上的飞书助手中打开。",
@@ -159,11 +185,11 @@ impl RemoteApproval {
             )}));
         }
         if record.status != CallStatus::AwaitingApproval {
-            return Some(self.already_decided(&record, lang));
+            return Err(self.already_decided(&record, lang));
         }
         if click.args_hash != agent::args_hash(&record.args) {
             tracing::warn!(call_id = %click.call_id, "a card click whose argument hash does not match the call was refused");
-            return Some(json!({"toast": toast(
+            return Err(json!({"toast": toast(
                 "error",
                 lang,
                 "这个请求已经变了，请在应用中查看。",
@@ -176,11 +202,24 @@ impl RemoteApproval {
                 reason: click.reason.clone(),
             },
             _ => {
-                return Some(
+                return Err(
                     json!({"toast": toast("error", lang, "这个按钮无法识别。", "This button is not known.")}),
                 );
             }
         };
+        Ok((record, decision))
+    }
+
+    /// Decides a call from its card and answers with the outcome: the final card when the
+    /// decision is recorded in time, else a toast and the card left to the loop.
+    async fn decide_and_answer(
+        &self,
+        store: &store::Store,
+        click: &Click,
+        record: agent::CallRecord,
+        decision: Decision,
+        lang: Lang,
+    ) -> Value {
         // The answer below carries the final card: the loop must not update it too.
         self.card_answering(&record.call_id, true);
         let decided = self.decide_in_background(&record.call_id, decision).await;
@@ -195,38 +234,41 @@ impl RemoteApproval {
         match decided {
             Ok(record) if record.status == CallStatus::AwaitingApproval => {
                 // Not recorded in time (a busy database): the loop updates the card once it is.
-                Some(json!({"toast": toast("info", lang, "正在处理…", "Deciding…")}))
+                json!({"toast": toast("info", lang, "正在处理…", "Deciding…")})
             }
-            Ok(record) => {
-                self.card_finished(&record.call_id);
-                let (zh, en) = if record
-                    .decision
-                    .as_ref()
-                    .is_some_and(|d| d.verdict == agent::Verdict::Rejected)
-                {
-                    ("已拒绝。", "Rejected.")
-                } else {
-                    ("已批准，正在执行。", "Approved; it is running now.")
-                };
-                Some(json!({
-                    "toast": toast("success", lang, zh, en),
-                    "card": {"type": "raw", "data": card::final_card(&CallView::from(&record), &self.card_context(&record))},
-                }))
-            }
+            Ok(record) => self.decided(&record, lang),
             Err(EngineError::NotPending { .. } | EngineError::Expired { .. }) => {
                 let record = store.call(&click.call_id).ok().flatten().unwrap_or(record);
-                Some(self.already_decided(&record, lang))
+                self.already_decided(&record, lang)
             }
             Err(e) => {
                 tracing::warn!(error = %e, "a decision from Feishu failed");
-                Some(json!({"toast": toast(
+                json!({"toast": toast(
                     "error",
                     lang,
                     &format!("没能处理：{e}"),
                     &format!("It could not be decided: {e}"),
-                )}))
+                )})
             }
         }
+    }
+
+    /// The answer to a click that decided its call: the final card, and a toast saying how.
+    fn decided(&self, record: &agent::CallRecord, lang: Lang) -> Value {
+        self.card_finished(&record.call_id);
+        let (zh, en) = if record
+            .decision
+            .as_ref()
+            .is_some_and(|d| d.verdict == agent::Verdict::Rejected)
+        {
+            ("已拒绝。", "Rejected.")
+        } else {
+            ("已批准，正在执行。", "Approved; it is running now.")
+        };
+        json!({
+            "toast": toast("success", lang, zh, en),
+            "card": {"type": "raw", "data": card::final_card(&CallView::from(record), &self.card_context(record))},
+        })
     }
 
     /// The answer to a click on a call no longer waiting: the card as it now is, and a toast.

@@ -163,11 +163,20 @@ pub(super) async fn check(app: &RemoteApproval) -> Vec<CheckItemView> {
             return vec![item("feishu_bot", false, bot_label, detail)];
         }
     };
-    let bot_item = match bot.info().await {
+    vec![
+        bot_item(&bot, bot_label).await,
+        scope_item(&bot, scope_label).await,
+        conn_item(&endpoints, &credentials, conn_label).await,
+    ]
+}
+
+/// Whether the app has a bot capability.
+async fn bot_item(bot: &BotClient, label: Text) -> CheckItemView {
+    match bot.info().await {
         Ok(info) => item(
             "feishu_bot",
             true,
-            bot_label,
+            label,
             Text::new(
                 format!("机器人「{}」可用。", info.app_name),
                 format!("The bot “{}” is available.", info.app_name),
@@ -176,7 +185,7 @@ pub(super) async fn check(app: &RemoteApproval) -> Vec<CheckItemView> {
         Err(e) if e.code() == Some(NO_BOT) => item(
             "feishu_bot",
             false,
-            bot_label,
+            label,
             Text::new(
                 "应用还没有开启机器人能力：在开发者后台 → 添加应用能力 中添加「机器人」，然后发布一个版本。",
                 "The app has no bot yet: in the developer console, Add features → Bot, then publish a version.",
@@ -185,15 +194,19 @@ pub(super) async fn check(app: &RemoteApproval) -> Vec<CheckItemView> {
         Err(e) => item(
             "feishu_bot",
             false,
-            bot_label,
+            label,
             Text::new(format!("飞书回答：{e}"), format!("Feishu answered: {e}")),
         ),
-    };
-    let scope_item = match bot.probe_send_scope().await {
+    }
+}
+
+/// Whether the app may send messages as its bot.
+async fn scope_item(bot: &BotClient, label: Text) -> CheckItemView {
+    match bot.probe_send_scope().await {
         Ok(()) => item(
             "feishu_bot_scope",
             true,
-            scope_label,
+            label,
             Text::new(
                 "应用可以以机器人身份发消息。",
                 "The app may send messages as its bot.",
@@ -202,7 +215,7 @@ pub(super) async fn check(app: &RemoteApproval) -> Vec<CheckItemView> {
         Err(feishu::ApiError::ScopeNotEnabled { .. }) => item(
             "feishu_bot_scope",
             false,
-            scope_label,
+            label,
             Text::new(
                 "应用还没有开通 im:message:send_as_bot（以应用的身份发消息）：在开发者后台 → 权限管理 中开通，然后发布一个版本。",
                 "The app lacks im:message:send_as_bot (send messages as the app): enable it under Permissions & Scopes in the developer console, then publish a version.",
@@ -211,21 +224,29 @@ pub(super) async fn check(app: &RemoteApproval) -> Vec<CheckItemView> {
         Err(e) => item(
             "feishu_bot_scope",
             false,
-            scope_label,
+            label,
             Text::new(format!("无法检查：{e}"), format!("Cannot check: {e}")),
         ),
-    };
-    let conn_item = match feishu::longconn::probe(&endpoints, &credentials).await {
+    }
+}
+
+/// Whether the long connection opens, which card callbacks need.
+async fn conn_item(
+    endpoints: &Endpoints,
+    credentials: &AppCredentials,
+    label: Text,
+) -> CheckItemView {
+    match feishu::longconn::probe(endpoints, credentials).await {
         Ok(()) => item(
             "feishu_long_connection",
             true,
-            conn_label,
+            label,
             Text::new("长连接可以建立。", "The long connection opens."),
         ),
         Err(e) => item(
             "feishu_long_connection",
             false,
-            conn_label,
+            label,
             Text::new(
                 format!(
                     "长连接无法建立（{e}）。在开发者后台 → 事件与回调 → 回调配置 中选择「使用长连接接收回调」，并添加回调 card.action.trigger（卡片回传交互）。"
@@ -235,6 +256,5 @@ pub(super) async fn check(app: &RemoteApproval) -> Vec<CheckItemView> {
                 ),
             ),
         ),
-    };
-    vec![bot_item, scope_item, conn_item]
+    }
 }
