@@ -55,12 +55,17 @@ impl Lang {
     }
 }
 
-/// The environment's locale: the first locale variable set, in POSIX precedence.
+/// The environment's locale: the first locale variable set, in POSIX precedence; on macOS and
+/// Windows, where an app started from the Finder or the Start menu has none, the desktop's own
+/// language (what the window's `navigator.language` says too).
 pub fn system_locale() -> Option<String> {
-    ["LC_ALL", "LC_MESSAGES", "LANG"]
+    let from_env = ["LC_ALL", "LC_MESSAGES", "LANG"]
         .iter()
         .filter_map(|name| std::env::var(name).ok())
-        .find(|value| !value.is_empty())
+        .find(|value| !value.is_empty());
+    #[cfg(any(target_os = "macos", target_os = "windows"))]
+    let from_env = from_env.or_else(sys_locale::get_locale);
+    from_env
 }
 
 #[cfg(test)]
