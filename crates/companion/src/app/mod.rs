@@ -1,4 +1,7 @@
-//! The application core: opens everything, and offers one async function per user action.
+//! The facade: the one `Companion` the UI, the CLI and the tests drive, and the only place
+//! with `impl Companion`. `open` opens the context and wires the features over it; each page
+//! file here (chat, inbox, audit, sign_in, settings …) holds that page's actions as short
+//! delegations, one function per action, named like the UI's command.
 
 mod agents;
 mod assistant;
