@@ -10,24 +10,11 @@ use serde_json::{Value, json};
 use crate::text::Text;
 use crate::view::call::CallView;
 
-/// The language of a card.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lang {
-    /// 简体中文.
-    Zh,
-    /// English.
-    En,
-}
+/// The language of a card: the one the window, tray and notifications speak too.
+pub use crate::settings::Lang;
 
+// A card's own wording helpers, on the shared language type.
 impl Lang {
-    /// The language of `settings`, resolved as the window, tray and notifications resolve it.
-    pub fn of(language: crate::settings::Language) -> Lang {
-        match crate::settings::Lang::of(language) {
-            crate::settings::Lang::Zh => Lang::Zh,
-            crate::settings::Lang::En => Lang::En,
-        }
-    }
-
     /// One of `text`'s two languages.
     pub fn pick(self, text: &Text) -> String {
         match self {
