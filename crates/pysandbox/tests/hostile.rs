@@ -207,3 +207,93 @@ async fn a_flood_of_tool_calls_is_cut_off_by_the_host() {
         "the host saw 256 calls at most"
     );
 }
+
+/// Every call starts from the interpreter's snapshot, however much the call before changed it and
+/// however scattered its writes: here a call marks every module it can import, a class of the
+/// runtime, the builtins and a few megabytes of heap, and the next call must find none of it. The
+/// writes land on pages all over the interpreter's memory, many more separate stretches than
+/// wasmtime's reset collects in one pass (third_party/wasmtime/PATCHED.md), so a reset that stops
+/// early would let a mark through.
+#[tokio::test]
+async fn nothing_a_call_changes_reaches_the_next_call() {
+    let source = r#"
+import base64, calendar, collections, csv, datetime, decimal, difflib, enum, fractions
+import functools, hashlib, heapq, html, itertools, json, logging, math, operator, pprint
+import random, re, statistics, string, struct, textwrap, types, typing, unicodedata, uuid
+
+MODULES = [base64, calendar, collections, csv, datetime, decimal, difflib, enum, fractions,
+           functools, hashlib, heapq, html, itertools, json, logging, math, operator, pprint,
+           random, re, statistics, string, struct, textwrap, types, typing, unicodedata, uuid]
+
+def probe(mark: str) -> dict:
+    """Reports the marks a previous call left, then leaves its own."""
+    found = {m.__name__: getattr(m, "_left_by", None) for m in MODULES}
+    found["math.pi"] = math.pi
+    found["Part"] = getattr(Part, "_left_by", None)
+    found["len"] = len("abc")
+    for m in MODULES:
+        m._left_by = mark
+    math.pi = 3.0
+    Part._left_by = mark
+    __builtins__["len"] = lambda value: -1
+    # Megabytes of the mark, kept alive until the call ends, so that the heap grows and pages
+    # past the snapshot are written too.
+    probe.kept = [mark * 512 for _ in range(8192)]
+    # The marks did land, within this call.
+    found["marked"] = (
+        all(m._left_by == mark for m in MODULES) and len("abc") == -1 and math.pi == 3.0
+    )
+    return found
+"#;
+    let tool = common::tool_of("probe.py", source, "probe", Arc::new(pysandbox::NoHost)).await;
+    let mut pristine = serde_json::Map::new();
+    for module in [
+        "base64",
+        "calendar",
+        "collections",
+        "csv",
+        "datetime",
+        "decimal",
+        "difflib",
+        "enum",
+        "fractions",
+        "functools",
+        "hashlib",
+        "heapq",
+        "html",
+        "itertools",
+        "json",
+        "logging",
+        "math",
+        "operator",
+        "pprint",
+        "random",
+        "re",
+        "statistics",
+        "string",
+        "struct",
+        "textwrap",
+        "types",
+        "typing",
+        "unicodedata",
+        "uuid",
+        "Part",
+    ] {
+        pristine.insert(module.to_owned(), serde_json::Value::Null);
+    }
+    pristine.insert("math.pi".to_owned(), json!(std::f64::consts::PI));
+    pristine.insert("len".to_owned(), json!(3));
+    pristine.insert("marked".to_owned(), json!(true));
+    let pristine = serde_json::Value::Object(pristine);
+    for mark in ["first", "second", "third"] {
+        let mut ctx = common::tool_context(json!({}));
+        let run = tool
+            .invoke(common::obj(json!({"mark": mark})), &mut ctx)
+            .await
+            .unwrap();
+        assert_eq!(
+            run.value, pristine,
+            "the call marked {mark:?} found another's marks"
+        );
+    }
+}
