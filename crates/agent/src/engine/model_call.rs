@@ -290,7 +290,7 @@ impl Engine {
         config.excluded_tools.clear();
         LlmRequest {
             model: Some(agent.model.name().to_owned()),
-            contents,
+            contents: contents.into(),
             config: Some(config),
         }
     }
