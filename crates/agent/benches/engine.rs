@@ -33,6 +33,8 @@ fn model() -> ScriptedModel {
         })
     })
     .with_chunk_chars(0)
+    // As a provider does: a kept request would make the engine copy the history it shares.
+    .without_recording()
 }
 
 fn engine(path: &Path, config: &EngineConfig) -> Engine {
