@@ -1,6 +1,8 @@
 //! Engine overhead per tool round trip (design.md §5, budget under 1 ms median, no growth with
 //! session length): user message → scripted function call → no-op tool → scripted reply, with the
-//! SQLite store on a file, measured for turns 1–20 and 980–1000 of one session.
+//! SQLite store on a file, measured for turns 1–20 and 980–1000 of one session — once with the
+//! default history window, and once with the whole history sent to the model (issue 26: turn 1000
+//! must stay within 2× of turn 20, so building the request cannot walk the history every time).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -31,9 +33,11 @@ fn model() -> ScriptedModel {
         })
     })
     .with_chunk_chars(0)
+    // As a provider does: a kept request would make the engine copy the history it shares.
+    .without_recording()
 }
 
-fn engine(path: &Path) -> Engine {
+fn engine(path: &Path, config: &EngineConfig) -> Engine {
     let store = Arc::new(store::Store::open(path).unwrap());
     let agent = LlmAgent::builder("assistant", Arc::new(model()))
         .tool(FunctionTool::new(
@@ -44,7 +48,7 @@ fn engine(path: &Path) -> Engine {
         ))
         .build()
         .unwrap();
-    Engine::new(agent, store, EngineConfig::default()).unwrap()
+    Engine::new(agent, store, config.clone()).unwrap()
 }
 
 fn turn(rt: &tokio::runtime::Runtime, engine: &Engine, session: &str) -> Duration {
@@ -59,7 +63,7 @@ fn turn(rt: &tokio::runtime::Runtime, engine: &Engine, session: &str) -> Duratio
 
 /// Times turns `first..=last` of a session, starting each batch from a copy of `template`
 /// (a database already holding `first - 1` turns), so every measured turn is at that depth.
-fn bench_turns(c: &mut Criterion, name: &str, first: usize, last: usize) {
+fn bench_turns(c: &mut Criterion, name: &str, config: &EngineConfig, first: usize, last: usize) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -67,7 +71,7 @@ fn bench_turns(c: &mut Criterion, name: &str, first: usize, last: usize) {
     let dir = tempfile::tempdir().unwrap();
     let template = dir.path().join("template.db");
     let session = {
-        let engine = engine(&template);
+        let engine = engine(&template, config);
         let session = engine.create_session("u", &Map::new()).unwrap();
         for _ in 1..first {
             turn(&rt, &engine, &session);
@@ -92,7 +96,7 @@ fn bench_turns(c: &mut Criterion, name: &str, first: usize, last: usize) {
                         std::fs::copy(&from, format!("{}{suffix}", path.display())).unwrap();
                     }
                 }
-                let engine = engine(&path);
+                let engine = engine(&path, config);
                 // Untimed, as a running app has the session loaded already.
                 rt.block_on(engine.open_session(&session)).unwrap();
                 for _ in first..=last {
@@ -114,8 +118,15 @@ fn bench_turns(c: &mut Criterion, name: &str, first: usize, last: usize) {
 }
 
 fn round_trip(c: &mut Criterion) {
-    bench_turns(c, "turns_1_to_20", 1, 20);
-    bench_turns(c, "turns_980_to_1000", 980, 1000);
+    let window = EngineConfig::default();
+    bench_turns(c, "turns_1_to_20", &window, 1, 20);
+    bench_turns(c, "turns_980_to_1000", &window, 980, 1000);
+    let full = EngineConfig {
+        history_turns: usize::MAX,
+        ..EngineConfig::default()
+    };
+    bench_turns(c, "full_history_turns_1_to_20", &full, 1, 20);
+    bench_turns(c, "full_history_turns_980_to_1000", &full, 980, 1000);
 }
 
 criterion_group!(benches, round_trip);

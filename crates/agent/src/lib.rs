@@ -44,7 +44,7 @@ pub use event::{Event, EventActions, USER_AUTHOR, now_millis};
 pub use http::{ExternalResponse, HttpMethod, StatusError};
 pub use json::DataError;
 pub use llm::{
-    FinishReason, FunctionDeclaration, GenerateContentConfig, LlmRequest, LlmResponse,
+    Contents, FinishReason, FunctionDeclaration, GenerateContentConfig, LlmRequest, LlmResponse,
     MalformedCall, Tool, ToolDeclaration, UsageMetadata,
 };
 pub use model::{Model, ModelError, ModelStream, RecordingModel, ScriptedModel};

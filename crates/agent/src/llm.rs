@@ -1,7 +1,11 @@
 //! What goes to a model and what comes back: [`LlmRequest`], [`LlmResponse`], the model settings
 //! [`GenerateContentConfig`], and the tool declarations the model is shown.
 
-use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::content::{Content, Part, ROLE_MODEL};
@@ -119,10 +123,86 @@ pub struct LlmRequest {
     pub model: Option<String>,
     /// The conversation sent to the model.
     #[serde(default, deserialize_with = "crate::json::null_as_default")]
-    pub contents: Vec<Content>,
+    pub contents: Contents,
     /// Model settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<GenerateContentConfig>,
+}
+
+/// The conversation of a request: a list of [`Content`]s, read and changed like a `Vec` and
+/// serialized as the same JSON array, but shared copy-on-write. The engine keeps the history it
+/// last sent and hands each request a share of it, so a long conversation is not copied for every
+/// model call (issue 26); the first change through a share that is not the only one copies it,
+/// so a callback editing its request never alters what the engine keeps.
+#[derive(Clone, Default, PartialEq)]
+pub struct Contents(Arc<Vec<Content>>);
+
+impl Deref for Contents {
+    type Target = Vec<Content>;
+
+    fn deref(&self) -> &Vec<Content> {
+        &self.0
+    }
+}
+
+impl DerefMut for Contents {
+    fn deref_mut(&mut self) -> &mut Vec<Content> {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+impl fmt::Debug for Contents {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.as_slice().fmt(f)
+    }
+}
+
+impl From<Vec<Content>> for Contents {
+    fn from(contents: Vec<Content>) -> Self {
+        Contents(Arc::new(contents))
+    }
+}
+
+impl From<Contents> for Vec<Content> {
+    fn from(contents: Contents) -> Self {
+        Arc::unwrap_or_clone(contents.0)
+    }
+}
+
+impl FromIterator<Content> for Contents {
+    fn from_iter<I: IntoIterator<Item = Content>>(iter: I) -> Self {
+        Contents::from(iter.into_iter().collect::<Vec<_>>())
+    }
+}
+
+impl<'a> IntoIterator for &'a Contents {
+    type Item = &'a Content;
+    type IntoIter = std::slice::Iter<'a, Content>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl IntoIterator for Contents {
+    type Item = Content;
+    type IntoIter = std::vec::IntoIter<Content>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        Vec::from(self).into_iter()
+    }
+}
+
+impl Serialize for Contents {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.as_slice().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Contents {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::<Content>::deserialize(deserializer).map(Contents::from)
+    }
 }
 
 /// A model's response (or one streamed chunk of it).

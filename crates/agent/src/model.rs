@@ -64,11 +64,12 @@ enum Script {
 
 /// A model that answers from a script: a list of responses in order, or a function of the
 /// request. Text is streamed in small chunks before the complete response, as real models do.
-/// Every request is recorded for tests to inspect.
+/// Every request is recorded for tests to inspect, unless [`ScriptedModel::without_recording`].
 pub struct ScriptedModel {
     name: String,
     script: Script,
     requests: Mutex<Vec<LlmRequest>>,
+    record: bool,
     chunk_chars: usize,
 }
 
@@ -94,6 +95,7 @@ impl ScriptedModel {
             name: "scripted".to_owned(),
             script: Script::Queue(Mutex::new(results.into_iter().collect())),
             requests: Mutex::new(Vec::new()),
+            record: true,
             chunk_chars: 8,
         }
     }
@@ -106,6 +108,7 @@ impl ScriptedModel {
             name: "scripted".to_owned(),
             script: Script::Function(Box::new(respond)),
             requests: Mutex::new(Vec::new()),
+            record: true,
             chunk_chars: 8,
         }
     }
@@ -114,6 +117,16 @@ impl ScriptedModel {
     #[must_use]
     pub fn with_chunk_chars(mut self, chars: usize) -> Self {
         self.chunk_chars = chars;
+        self
+    }
+
+    /// Keeps no requests ([`ScriptedModel::requests`] stays empty): each is dropped once
+    /// answered, as a provider drops it once its body is built. A kept request holds a share of
+    /// the history the engine reuses, so the engine's next request would have to copy it; the
+    /// engine benchmark measures without that cost, which only a test's model has.
+    #[must_use]
+    pub fn without_recording(mut self) -> Self {
+        self.record = false;
         self
     }
 
@@ -170,7 +183,9 @@ impl Model for ScriptedModel {
 
     async fn generate(&self, request: LlmRequest) -> Result<ModelStream, ModelError> {
         let answer = self.next(&request);
-        lock(&self.requests).push(request);
+        if self.record {
+            lock(&self.requests).push(request);
+        }
         let response = answer?;
         let mut items: Vec<Result<LlmResponse, ModelError>> =
             partial_chunks(&response, self.chunk_chars)

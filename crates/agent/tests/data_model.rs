@@ -441,7 +441,8 @@ fn llm_request_and_config_round_trip() {
         contents: vec![
             Content::user_text("明天有什么会？"),
             Content::model_text("我查一下"),
-        ],
+        ]
+        .into(),
         config: Some(sample_config()),
     };
     let wire = round_trip(&request);

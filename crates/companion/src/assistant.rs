@@ -505,7 +505,7 @@ fn try_callback(callback: &pysandbox::PythonCallback, instruction: &str) -> Call
         K::BeforeModel => {
             let mut request = LlmRequest {
                 model: None,
-                contents: vec![user],
+                contents: vec![user].into(),
                 config: Some(agent::GenerateContentConfig {
                     system_instruction: Some(Content::user_text(instruction)),
                     ..agent::GenerateContentConfig::default()

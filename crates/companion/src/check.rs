@@ -242,7 +242,7 @@ async fn ping(config: llm::ProviderConfig) -> Result<(), String> {
     let mut stream = model
         .generate(LlmRequest {
             model: Some(name),
-            contents: vec![Content::user_text("ping")],
+            contents: vec![Content::user_text("ping")].into(),
             config: None,
         })
         .await

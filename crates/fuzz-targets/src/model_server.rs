@@ -119,7 +119,7 @@ pub(crate) fn generate(
         }
     };
     let request = agent::LlmRequest {
-        contents: vec![agent::Content::user_text("fuzz")],
+        contents: vec![agent::Content::user_text("fuzz")].into(),
         ..agent::LlmRequest::default()
     };
     server.runtime.block_on(async move {

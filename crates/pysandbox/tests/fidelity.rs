@@ -717,7 +717,8 @@ def after_model_callback(callback_context, llm_response):
                 ],
                 role: Some("model".to_owned()),
             },
-        ],
+        ]
+        .into(),
         config: None,
     };
     let mut ctx = CallbackContext::new("inv", "assistant", "s1", Map::new(), Arc::default());

@@ -422,7 +422,7 @@ async fn googles_samples_load_and_pass_googles_own_tests() {
             for (name, state, user, contents, check) in before_model_cases() {
                 let mut ctx = context(state, vec![user_event(user)]);
                 let mut request = LlmRequest {
-                    contents,
+                    contents: contents.into(),
                     ..LlmRequest::default()
                 };
                 let answer = cb.run_before_model(&mut ctx, &mut request);

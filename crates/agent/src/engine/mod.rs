@@ -14,8 +14,9 @@
 //!
 //! The code is split by concern: `session` (the in-memory session and the commit every change
 //! goes through), `message` (a new message opening a turn), `turn` (the loop), `model_call`,
-//! `gate` (registering a response's calls, rules), `classify` (judging each call), `decision`,
-//! `dispatch` (and its journal), `auth` (suspension for sign-in), `expiry` and `recovery`.
+//! `history` (the contents the model is shown), `gate` (registering a response's calls, rules),
+//! `classify` (judging each call), `decision`, `dispatch` (and its journal), `auth` (suspension
+//! for sign-in), `expiry` and `recovery`.
 
 mod auth;
 pub mod autonomy;
@@ -24,6 +25,7 @@ mod decision;
 mod dispatch;
 mod expiry;
 mod gate;
+mod history;
 mod message;
 mod model_call;
 pub mod notice;
@@ -274,6 +276,8 @@ struct SessionCache {
     last_seq: u64,
     /// Index of each user event, where turns start; the model is shown the last few turns.
     turn_starts: Vec<usize>,
+    /// The rendered settled part of the model's window, so a request does not walk all of it.
+    history: history::HistoryCache,
     /// A commit failed, so the cache may not match the database; reload before the next use.
     stale: bool,
 }

@@ -1,21 +1,15 @@
 //! One model call: the request built from the visible history (the last few turns, the agent's
-//! branch, parallel function responses merged), the model callbacks around it, and the streamed
+//! branch, rendered by `history`), the model callbacks around it, and the streamed
 //! answer, whose partial chunks reach subscribers as they come.
 
-use std::collections::{HashMap, HashSet};
-
 use futures::StreamExt as _;
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
 use super::{AgentNode, Engine, EngineEvent, SessionCache, Turn};
 use crate::agent::LlmAgent;
-use crate::content::{
-    Content, FunctionCall, FunctionResponse, Part, ROLE_MODEL, ROLE_USER, TRANSFER_TO_AGENT,
-};
-use crate::event::Event;
+use crate::content::{Content, Part, ROLE_MODEL, ROLE_USER, TRANSFER_TO_AGENT};
 use crate::llm::{FinishReason, FunctionDeclaration, LlmRequest, LlmResponse, ToolDeclaration};
 use crate::model::ModelError;
-use crate::persist::CallStatus;
 use crate::state::StateMap;
 
 /// What the model is told when its function call could not be read and it is asked again.
@@ -125,128 +119,7 @@ impl Engine {
         ))
     }
 
-    /// The contents the model is shown for `events`: every function call answered right after
-    /// it, as models require. A call still waiting for the user (kept when the user wrote again)
-    /// is answered with where it stands; a call answered only after a later message is shown as
-    /// waiting at its place, and its result comes as a note where it happened.
-    fn history(&self, events: &[Event], agent_branch: Option<&str>) -> Vec<Content> {
-        let visible: Vec<&Content> = events
-            .iter()
-            .filter(|e| !e.partial && branch_visible(e.branch.as_deref(), agent_branch))
-            .filter_map(|e| e.content.as_ref())
-            .filter(|c| !c.parts.is_empty())
-            .collect();
-        // Which turn (counted by user messages) each call was made and answered in.
-        let mut asked: HashMap<&str, usize> = HashMap::new();
-        let mut answered: HashSet<&str> = HashSet::new();
-        let mut on_time: HashSet<&str> = HashSet::new();
-        let mut turn = 0;
-        for content in &visible {
-            if content.is_user() && content.function_responses().next().is_none() {
-                turn += 1;
-            }
-            for part in &content.parts {
-                match part {
-                    Part::FunctionCall(FunctionCall { id: Some(id), .. }) => {
-                        asked.insert(id, turn);
-                    }
-                    Part::FunctionResponse(FunctionResponse { id: Some(id), .. }) => {
-                        answered.insert(id);
-                        if asked.get(id.as_str()) == Some(&turn) {
-                            on_time.insert(id);
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        }
-        let mut contents: Vec<Content> = Vec::new();
-        for content in visible {
-            let mut content = content.clone();
-            let mut notes = Vec::new();
-            if content.function_responses().next().is_some() {
-                content.parts.retain(|part| match part {
-                    Part::FunctionResponse(r @ FunctionResponse { id: Some(id), .. })
-                        if !on_time.contains(id.as_str()) =>
-                    {
-                        notes.push(late_result(r));
-                        false
-                    }
-                    _ => true,
-                });
-            }
-            if !content.parts.is_empty() {
-                // Parallel function responses arrive as separate events; models want them together.
-                match contents.last_mut() {
-                    Some(last)
-                        if last.role == content.role
-                            && content.function_responses().next().is_some()
-                            && last.function_responses().next().is_some() =>
-                    {
-                        last.parts.extend(content.parts);
-                    }
-                    _ => {
-                        let waiting: Vec<Part> = content
-                            .function_calls()
-                            .filter_map(|call| {
-                                let id = call.id.as_deref()?;
-                                (!on_time.contains(id))
-                                    .then(|| self.still_waiting(call, answered.contains(id)))
-                            })
-                            .collect();
-                        contents.push(content);
-                        if !waiting.is_empty() {
-                            contents.push(Content::new(ROLE_USER, waiting));
-                        }
-                    }
-                }
-            }
-            if !notes.is_empty() {
-                contents.push(Content::new(
-                    ROLE_USER,
-                    notes.into_iter().map(Part::from_text).collect(),
-                ));
-            }
-        }
-        contents
-    }
-
-    /// The answer shown in place of a call that had no result at that point of the conversation.
-    fn still_waiting(&self, call: &FunctionCall, answered_later: bool) -> Part {
-        let status = call
-            .id
-            .as_deref()
-            .and_then(|id| self.inner.store.call(id).ok().flatten())
-            .map(|record| record.status);
-        let text = if answered_later {
-            "At this point the call was still waiting for the user's decision; its result is reported later in the conversation."
-        } else {
-            match status {
-                Some(CallStatus::AwaitingApproval) => {
-                    "Still waiting for the user's approval: it has not run. It runs only if the user approves it; do not propose it again unless the user asks."
-                }
-                Some(CallStatus::AwaitingAuth) => {
-                    "Still waiting for the user to sign in to Feishu: it has not run yet."
-                }
-                Some(CallStatus::OutcomeUnknown) => {
-                    "Its outcome is unknown; the user has been asked whether it took effect."
-                }
-                _ => "No result was recorded for this call.",
-            }
-        };
-        let mut response = Map::new();
-        response.insert("output".to_owned(), Value::String(text.to_owned()));
-        if let Some(status) = status.filter(|_| !answered_later) {
-            response.insert("status".to_owned(), json!(status));
-        }
-        Part::FunctionResponse(FunctionResponse {
-            id: call.id.clone(),
-            name: call.name.clone(),
-            response,
-        })
-    }
-
-    pub(super) fn build_request(&self, s: &SessionCache, node: &AgentNode) -> LlmRequest {
+    pub(super) fn build_request(&self, s: &mut SessionCache, node: &AgentNode) -> LlmRequest {
         let agent = &node.agent;
         let first = s
             .turn_starts
@@ -254,7 +127,11 @@ impl Engine {
             .checked_sub(self.inner.config.history_turns)
             .and_then(|i| s.turn_starts.get(i).copied())
             .unwrap_or(0);
-        let contents = self.history(&s.events[first..], node.branch.as_deref());
+        let store = &self.inner.store;
+        let status = |id: &str| store.call(id).ok().flatten().map(|record| record.status);
+        let contents = s
+            .history
+            .contents(&s.events, first, node.branch.as_deref(), &status);
         let mut config = agent.config.clone();
         if !agent.instruction.is_empty() {
             config.system_instruction = Some(Content::new(
@@ -292,30 +169,6 @@ impl Engine {
             model: Some(agent.model.name().to_owned()),
             contents,
             config: Some(config),
-        }
-    }
-}
-
-/// A result that arrived after a later message, as a note the model reads in order.
-fn late_result(response: &FunctionResponse) -> String {
-    format!(
-        "Update on the earlier call {} ({}): the user has since decided it, and it answered: {}",
-        response.name,
-        response.id.as_deref().unwrap_or_default(),
-        Value::Object(response.response.clone())
-    )
-}
-
-pub(super) fn branch_visible(event_branch: Option<&str>, agent_branch: Option<&str>) -> bool {
-    match (event_branch, agent_branch) {
-        (None, _) => true,
-        // The root sees everything; sub-agents see their ancestors' and descendants' events, not
-        // their peers'.
-        (Some(_), None) => true,
-        (Some(event), Some(agent)) => {
-            agent == event
-                || agent.starts_with(&format!("{event}."))
-                || event.starts_with(&format!("{agent}."))
         }
     }
 }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::history::HistoryCache;
 use super::{Engine, EngineError, EngineEvent, SessionCache, SessionGuard, Turn, lock};
 use crate::content::Content;
 use crate::context::CallbackContext;
@@ -82,6 +83,7 @@ impl Engine {
                 state: session_state,
                 last_seq: snapshot.last_seq,
                 turn_starts,
+                history: HistoryCache::default(),
                 stale: false,
             });
         }

@@ -359,7 +359,7 @@ pub fn request(text: &str) -> agent::LlmRequest {
     use agent::{Content, FunctionDeclaration, GenerateContentConfig, ToolDeclaration};
     agent::LlmRequest {
         model: None,
-        contents: vec![Content::user_text(text)],
+        contents: vec![Content::user_text(text)].into(),
         config: Some(GenerateContentConfig {
             system_instruction: Some(Content::user_text("你是飞书助手。")),
             tools: vec![ToolDeclaration {
