@@ -3,7 +3,6 @@
 //! SQLite store on a file, measured for turns 1–20 and 980–1000 of one session — once with the
 //! default history window, and once with the whole history sent to the model (issue 26: turn 1000
 //! must stay within 2× of turn 20, so building the request cannot walk the history every time).
-//! With the app's allocator (mimalloc, see src-tauri/src/main.rs).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -16,9 +15,6 @@ use agent::{
 };
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Map, json};
-
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Answers a user message with a call of `noop`, and the tool's answer with a reply.
 fn model() -> ScriptedModel {

@@ -1,7 +1,6 @@
 //! The cost of one Python tool call: a fresh interpreter instance from the pre-linked component,
 //! the user's file run, and one host call (`tools.get_weather`) answered by the host. Budget:
-//! under 1 ms median (issue 26), with the app's allocator (src-tauri/src/main.rs says why it
-//! matters here).
+//! under 1 ms median (issue 26).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
@@ -20,9 +19,6 @@ def lookup(city: str) -> dict:
     set_variable("last_city", city)
     return response.json()
 "#;
-
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 struct WeatherHost;
 

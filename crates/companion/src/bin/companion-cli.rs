@@ -24,10 +24,6 @@ const HELP: &str = "\
   /reset yes         重置应用：下次启动时删除数据库、设置和密钥文件 / reset the app at the next start
   /quit              退出 / quit";
 
-// The desktop app's allocator, for the same reason (src-tauri/src/main.rs).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     // The first argument is the program's own path.
