@@ -491,8 +491,10 @@ const KEEP_RESIDENT: usize = 64 * 1024 * 1024;
 /// A fresh instance per call is the point of the sandbox, and the pool makes it cheap: slots
 /// stay mapped between calls and, where Linux offers `PAGEMAP_SCAN`, only the pages a call
 /// touched are copied back from the snapshot, so the next call neither maps memory nor takes a
-/// page fault per page it touches (about half of a small call's cost otherwise). Each instance
-/// still starts from the snapshot's exact bytes. Without `PAGEMAP_SCAN` (older kernels, macOS,
+/// page fault per page it touches (about half of a small call's cost otherwise). That takes
+/// wasmtime's reset from 48.0.11, which keeps scanning past the first 32 dirty stretches
+/// (third_party/wasmtime/PATCHED.md): CPython dirties hundreds, and without it a call took 2 ms
+/// instead of 0.8. Each instance still starts from the snapshot's exact bytes. Without `PAGEMAP_SCAN` (older kernels, macOS,
 /// Windows) resetting that way would copy the whole snapshot, so pages are released instead.
 fn engine(limits: &Limits) -> Result<Engine, SetupError> {
     engine_with(limits, |_| Ok(()))
