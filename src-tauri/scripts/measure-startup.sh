@@ -22,9 +22,10 @@
 #                         once per process; PSS (proportional) splits them and is the fairer total.
 #
 # Measured on the 2-core development VM (Debian 12, WebKitGTK 2.50, Xvfb, so Mesa's software GL),
-# median of 5 release runs (thin LTO): page loaded 518 ms, UI painted 869 ms; RSS 175 MB for the
-# app process (35 MB of it its own heap; the rest mapped libraries, 44 MB of them libLLVM for
-# software GL), 497 MB with WebKit's two processes, 310 MB PSS. WEBKIT_DISABLE_COMPOSITING_MODE=1
+# median of 5 runs of the installed release .deb (December 2026): page loaded 313 ms, UI painted
+# 679 ms, first Python call done 290 ms; RSS 225 MB for the app process (43 MB of it libLLVM for
+# software GL, 27 MB the Python sandbox's snapshot, 33 MB the binary's own pages, ~20 MB heap),
+# 571 MB with WebKit's two processes, 386 MB PSS. WEBKIT_DISABLE_COMPOSITING_MODE=1
 # takes the web process's software GL away (about 418 MB RSS, 240 MB PSS); the app process stays.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
