@@ -163,33 +163,12 @@ impl From<Vec<Content>> for Contents {
     }
 }
 
-impl From<Contents> for Vec<Content> {
-    fn from(contents: Contents) -> Self {
-        Arc::unwrap_or_clone(contents.0)
-    }
-}
-
-impl FromIterator<Content> for Contents {
-    fn from_iter<I: IntoIterator<Item = Content>>(iter: I) -> Self {
-        Contents::from(iter.into_iter().collect::<Vec<_>>())
-    }
-}
-
 impl<'a> IntoIterator for &'a Contents {
     type Item = &'a Content;
     type IntoIter = std::slice::Iter<'a, Content>;
 
     fn into_iter(self) -> Self::IntoIter {
         self.0.iter()
-    }
-}
-
-impl IntoIterator for Contents {
-    type Item = Content;
-    type IntoIter = std::vec::IntoIter<Content>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        Vec::from(self).into_iter()
     }
 }
 

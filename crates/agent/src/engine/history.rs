@@ -315,26 +315,23 @@ pub(super) fn render(
 /// The answer shown in place of a call that had no result at that point of the conversation.
 fn still_waiting(call: &FunctionCall, answered_later: bool, status: CallStatusOf<'_>) -> Part {
     // Where the call stands now matters only while it has no result at all.
-    let status = if answered_later {
-        None
-    } else {
-        call.id.as_deref().and_then(status)
-    };
-    let text = if answered_later {
-        "At this point the call was still waiting for the user's decision; its result is reported later in the conversation."
-    } else {
-        match status {
-            Some(CallStatus::AwaitingApproval) => {
-                "Still waiting for the user's approval: it has not run. It runs only if the user approves it; do not propose it again unless the user asks."
-            }
-            Some(CallStatus::AwaitingAuth) => {
-                "Still waiting for the user to sign in to Feishu: it has not run yet."
-            }
-            Some(CallStatus::OutcomeUnknown) => {
-                "Its outcome is unknown; the user has been asked whether it took effect."
-            }
-            _ => "No result was recorded for this call.",
+    let status = (!answered_later)
+        .then(|| call.id.as_deref().and_then(status))
+        .flatten();
+    let text = match (answered_later, status) {
+        (true, _) => {
+            "At this point the call was still waiting for the user's decision; its result is reported later in the conversation."
         }
+        (false, Some(CallStatus::AwaitingApproval)) => {
+            "Still waiting for the user's approval: it has not run. It runs only if the user approves it; do not propose it again unless the user asks."
+        }
+        (false, Some(CallStatus::AwaitingAuth)) => {
+            "Still waiting for the user to sign in to Feishu: it has not run yet."
+        }
+        (false, Some(CallStatus::OutcomeUnknown)) => {
+            "Its outcome is unknown; the user has been asked whether it took effect."
+        }
+        (false, _) => "No result was recorded for this call.",
     };
     let mut response = Map::new();
     response.insert("output".to_owned(), Value::String(text.to_owned()));
