@@ -58,7 +58,8 @@ async function openSettings(browser) {
   await browser.$('[data-testid="nav-settings"]').click();
   const state = browser.$('[data-testid="sandbox-state"]');
   await state.waitForExist({ timeout: 20000 });
-  // The sandbox is prepared in the background (compiled on the first start): wait for it.
+  // A sandbox being prepared shows a progress bar until it is ready. (With no Python file yet it
+  // has not started: the first file starts it, and createFile waits for that.)
   await browser.waitUntil(async () => !(await browser.$('[data-testid="sandbox-state"] [role="progressbar"]').isExisting()), {
     timeout: 180000,
     interval: 500,
@@ -67,12 +68,14 @@ async function openSettings(browser) {
   step('the sandbox is ready');
 }
 
-async function createFile(browser, name, code) {
+// The first file starts the sandbox, which a development build compiles unless an earlier run
+// cached it: its load may take as long as a compile.
+async function createFile(browser, name, code, timeout = 20000) {
   const input = browser.$('[data-testid="new-python-name"]');
   await input.scrollIntoView();
   await input.setValue(name);
   await browser.$('[data-testid="create-python"]').click();
-  await browser.$('[data-testid="python-editor"]').waitForDisplayed();
+  await browser.$('[data-testid="python-editor"]').waitForDisplayed({ timeout });
   await pasteCode(browser, code);
   await browser.$('[data-testid="editor-save"]').click();
   await browser.waitUntil(
@@ -81,7 +84,7 @@ async function createFile(browser, name, code) {
       if (!(await status.isExisting())) return false;
       return /已加载|出错|Loaded|Error/.test(await status.getText());
     },
-    { timeout: 20000, timeoutMsg: `${name} never loaded` },
+    { timeout, timeoutMsg: `${name} never loaded` },
   );
   step(`${name} saved`);
 }
@@ -117,7 +120,7 @@ describe('Python tools and callbacks written in the app', () => {
       '    return f"把笔记「{title}」保存到团队笔记本"',
       '',
     ].join('\n');
-    await createFile(browser, 'save_note.py', code);
+    await createFile(browser, 'save_note.py', code, 180000);
     assert.match(await browser.$('[data-testid="editor-status"]').getText(), /已加载/);
     const decl = await browser.$('[data-testid="declaration"]').getText();
     assert.match(decl, /save_note/);

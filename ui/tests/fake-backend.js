@@ -867,9 +867,10 @@
         { name: 'send_message', title: text('发送消息', 'Send a message'), writes: true, enabled: true },
       ],
       // opts.python: { preparingMs, failed } — one Python file while the sandbox is prepared at
-      // the first start, ready after preparingMs (or failed).
+      // the first start, ready after preparingMs (or failed). Without Python files the sandbox is
+      // not started.
       sandbox: !opts.python
-        ? { state: 'ready', compiled_ms: null }
+        ? { state: 'idle' }
         : opts.python.failed
           ? { state: 'failed', message: 'wasm component is damaged' }
           : performance.now() < opts.python.preparingMs

@@ -1,4 +1,4 @@
-// The Python sandbox is prepared at the first start: someone with Python files sees it in the
+// The Python sandbox is prepared at start when there are Python files: someone with them sees it in the
 // status bar wherever they are (their tools reach the assistant only once it is ready), and the
 // word goes away when it is; someone without Python files is never told about it.
 import { test } from 'node:test';

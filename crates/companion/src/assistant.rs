@@ -253,8 +253,13 @@ impl Assistant {
         TEMPLATE
     }
 
-    /// Loads every Python file again and rebuilds the agent.
+    /// Loads every Python file again and rebuilds the agent. The folder's first file starts the
+    /// sandbox, and the load waits for it (a sandbox still not ready after the wait loads the
+    /// files itself when it is).
     pub async fn reload_python(&self) -> Result<(), CompanionError> {
+        if self.python().has_files() {
+            self.settle_sandbox().await;
+        }
         let builtin: HashSet<String> = self
             .runtime()
             .builtin
@@ -295,13 +300,13 @@ impl Assistant {
         self.agents().apply_connected_agents()
     }
 
-    /// Prepares the Python sandbox in the background (never delaying the window: tens of
-    /// seconds the first time, then read from the cache), then loads the user's files, swaps
-    /// the agent, and reloads on every change of the folder.
+    /// Watches the Python folder, reloading on every change, and prepares the sandbox in the
+    /// background (never delaying the window) when the folder has files: its first load follows.
+    /// An empty folder leaves the sandbox unstarted until a file appears or something runs.
     pub(crate) fn start_python(&self) {
         self.sync_python_file_settings();
         // Watched from the start, so a file written while the sandbox prepares is not missed:
-        // a change before it is ready finds no sandbox and waits for the first load below.
+        // a change before it is ready finds no sandbox and waits for the first load.
         let weak = self.downgrade();
         let watched = self.python().watch(move || {
             let Some(me) = weak.upgrade() else {
@@ -315,6 +320,17 @@ impl Assistant {
         });
         if let Err(e) = watched {
             tracing::warn!(error = %e, "the Python folder is not watched; changes load when saved in the app");
+        }
+        if self.python().has_files() {
+            self.prepare_python();
+        }
+    }
+
+    /// Starts preparing the sandbox on a thread of its own, unless it has been started already;
+    /// the files are loaded once it is ready.
+    fn prepare_python(&self) {
+        if !self.python().begin_preparing() {
+            return;
         }
         let me = self.clone();
         tokio::spawn(async move {
@@ -330,6 +346,8 @@ impl Assistant {
                 });
             if let Err(e) = spawned {
                 tracing::warn!(error = %e, "cannot start preparing the Python sandbox");
+                me.python()
+                    .set_failed(format!("cannot start its thread: {e}"));
                 return;
             }
             // The app no longer needs it once the sender is gone without a word.
@@ -342,26 +360,36 @@ impl Assistant {
         });
     }
 
-    async fn ready_sandbox(&self) -> Result<(), CompanionError> {
+    /// Starts the sandbox if nothing has, and waits (at most [`SANDBOX_WAIT`]) until it is
+    /// ready or has failed; what it came to.
+    async fn settle_sandbox(&self) -> crate::python::SandboxState {
+        use crate::python::SandboxState;
+        self.prepare_python();
         let started = std::time::Instant::now();
         loop {
             match self.python().sandbox_state() {
-                crate::python::SandboxState::Ready(_) => return Ok(()),
-                crate::python::SandboxState::Failed(message) => {
-                    return Err(CompanionError::Other(format!(
-                        "the Python sandbox cannot start（Python 沙箱无法启动）: {message}"
-                    )));
+                SandboxState::Idle | SandboxState::Preparing(_)
+                    if started.elapsed() <= SANDBOX_WAIT =>
+                {
+                    // From the shipped compiled copy it is ready in a few hundred milliseconds.
+                    tokio::time::sleep(Duration::from_millis(25)).await;
                 }
-                crate::python::SandboxState::Preparing(_) if started.elapsed() > SANDBOX_WAIT => {
-                    return Err(CompanionError::Other(
-                        "the Python sandbox is still being prepared; try again in a moment（Python 沙箱仍在准备中，请稍后再试）"
-                            .to_owned(),
-                    ));
-                }
-                crate::python::SandboxState::Preparing(_) => {
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
+                state => return state,
             }
+        }
+    }
+
+    async fn ready_sandbox(&self) -> Result<(), CompanionError> {
+        use crate::python::SandboxState;
+        match self.settle_sandbox().await {
+            SandboxState::Ready(_) => Ok(()),
+            SandboxState::Failed(message) => Err(CompanionError::Other(format!(
+                "the Python sandbox cannot start（Python 沙箱无法启动）: {message}"
+            ))),
+            SandboxState::Idle | SandboxState::Preparing(_) => Err(CompanionError::Other(
+                "the Python sandbox is still being prepared; try again in a moment（Python 沙箱仍在准备中，请稍后再试）"
+                    .to_owned(),
+            )),
         }
     }
 

@@ -30,7 +30,8 @@ fn shared_cache() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("companion-python-cache")
 }
 
-async fn open(dir: &std::path::Path) -> Companion {
+/// The app on a fresh folder, its sandbox unstarted.
+async fn open_idle(dir: &std::path::Path) -> Companion {
     let paths = AppPaths::under(dir);
     paths.create().unwrap();
     let mut settings = Settings::default();
@@ -46,13 +47,39 @@ async fn open(dir: &std::path::Path) -> Companion {
     )
     .await
     .unwrap();
+    // An empty folder leaves the sandbox unstarted: most people never write Python.
+    assert_eq!(app.assistant().sandbox, SandboxStateView::Idle);
+    app
+}
+
+/// The app on a fresh folder, its sandbox ready.
+async fn open(dir: &std::path::Path) -> Companion {
+    let app = open_idle(dir).await;
+    // Its first use starts it: a run from the editor waits for it (here of a tool no file has
+    // yet). Compiled here unless an earlier test cached it, which can take longer than one run
+    // waits.
     tokio::time::timeout(Duration::from_secs(180), async {
-        while !matches!(app.assistant().sandbox, SandboxStateView::Ready { .. }) {
-            tokio::time::sleep(Duration::from_millis(100)).await;
+        loop {
+            let error = app
+                .run_python_tool("absent.py", "none", "{}", false)
+                .await
+                .unwrap_err()
+                .to_string();
+            if !error.contains("still being prepared") {
+                assert!(
+                    error.contains("absent.py has no loaded tool none"),
+                    "{error}"
+                );
+                return;
+            }
         }
     })
     .await
     .expect("the sandbox got ready");
+    assert!(matches!(
+        app.assistant().sandbox,
+        SandboxStateView::Ready { .. }
+    ));
     app
 }
 
@@ -325,14 +352,15 @@ def before_model_callback(callback_context, llm_request):
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_goes_only_to_allowed_hosts_and_the_folder_is_watched() {
     let dir = tempfile::tempdir().unwrap();
-    let app = open(dir.path()).await;
+    let app = open_idle(dir.path()).await;
     let (port, seen) = notes_server().await;
     let fetch = format!(
         "def fetch() -> str:\n    return ces_requests.get('http://127.0.0.1:{port}/notes').text\n"
     );
-    // Written straight into the folder, as another editor would: the watcher loads it.
+    // Written straight into the folder, as another editor would: the watcher starts the sandbox
+    // (compiled here unless an earlier test cached it) and loads the file.
     std::fs::write(app.paths().python_dir().join("fetch.py"), fetch).unwrap();
-    tokio::time::timeout(Duration::from_secs(20), async {
+    tokio::time::timeout(Duration::from_secs(180), async {
         loop {
             let loaded = app
                 .assistant()

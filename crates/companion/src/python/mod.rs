@@ -43,6 +43,10 @@ const SETTLE: Duration = Duration::from_millis(200);
 /// Where the sandbox stands.
 #[derive(Debug, Clone)]
 pub(crate) enum SandboxState {
+    /// Not started: the folder had no Python file. Most people never write one, and the sandbox
+    /// holds tens of megabytes once loaded (the interpreter's snapshot, a pool of instances), so
+    /// it starts with the first file, or the first use, instead of with the app.
+    Idle,
     /// Being compiled (or read from the cache) since then.
     Preparing(Instant),
     /// Ready; compiled now (how long it took) or read from the cache.
@@ -141,7 +145,7 @@ impl PythonTools {
             cache_dir,
             cache_overridden: false,
             resources,
-            state: Mutex::new(SandboxState::Preparing(Instant::now())),
+            state: Mutex::new(SandboxState::Idle),
             extensions: RwLock::new(Arc::default()),
             statuses: Mutex::default(),
             reports: Arc::default(),
@@ -154,6 +158,28 @@ impl PythonTools {
     /// The folder.
     pub(crate) fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Marks the sandbox as being prepared, if nothing has started it yet: whoever gets `true`
+    /// calls [`Self::prepare_sandbox`], once in the app's life.
+    pub(crate) fn begin_preparing(&self) -> bool {
+        let mut state = lock(&self.state);
+        if matches!(*state, SandboxState::Idle) {
+            *state = SandboxState::Preparing(Instant::now());
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Records that the sandbox cannot start, for the views and anyone waiting on it.
+    pub(crate) fn set_failed(&self, message: String) {
+        *lock(&self.state) = SandboxState::Failed(message);
+    }
+
+    /// Whether the folder holds any Python file, loadable or not.
+    pub(crate) fn has_files(&self) -> bool {
+        !self.file_names().is_empty()
     }
 
     /// Compiles (or loads from the cache) the sandbox's component; blocking, tens of seconds
@@ -401,6 +427,7 @@ impl PythonTools {
 
     pub(crate) fn sandbox_view(&self) -> SandboxStateView {
         match self.sandbox_state() {
+            SandboxState::Idle => SandboxStateView::Idle,
             SandboxState::Preparing(since) => SandboxStateView::Preparing {
                 elapsed_ms: u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX),
             },

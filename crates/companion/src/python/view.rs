@@ -142,6 +142,8 @@ impl PythonFileView {
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum SandboxStateView {
+    /// Not started: there is no Python file yet. The first one starts it.
+    Idle,
     /// Being prepared (compiled the first time, read from the cache after).
     Preparing {
         /// For how long so far.

@@ -3,7 +3,7 @@
 /**
  * Where the Python sandbox stands.
  */
-export type SandboxStateView = { "state": "preparing", 
+export type SandboxStateView = { "state": "idle" } | { "state": "preparing", 
 /**
  * For how long so far.
  */
