@@ -257,7 +257,12 @@ impl Assistant {
     /// sandbox, and the load waits for it (a sandbox still not ready after the wait loads the
     /// files itself when it is).
     pub async fn reload_python(&self) -> Result<(), CompanionError> {
-        if self.python().has_files() {
+        // Looking for files reads them all, so only a sandbox not yet up has them looked for.
+        let up = matches!(
+            self.python().sandbox_state(),
+            crate::python::SandboxState::Ready(_) | crate::python::SandboxState::Failed(_)
+        );
+        if !up && self.python().has_files() {
             self.settle_sandbox().await;
         }
         let builtin: HashSet<String> = self

@@ -177,7 +177,7 @@ impl PythonTools {
         *lock(&self.state) = SandboxState::Failed(message);
     }
 
-    /// Whether the folder holds any Python file, loadable or not.
+    /// Whether the folder holds any Python file, loadable or not. Reads every file.
     pub(crate) fn has_files(&self) -> bool {
         !self.file_names().is_empty()
     }
