@@ -100,17 +100,50 @@ impl Agents {
         let session = engine
             .create_session(&owner, &Default::default())
             .map_err(internal)?;
-        let mut events = engine.subscribe();
+        let events = engine.subscribe();
         let outcome = engine
             .send_message_as(&session, &client.id, relay_request(tool, &args))
             .await
             .map_err(internal)?;
+        self.wait_for_answer(
+            tool,
+            &session,
+            &outcome.invocation_id,
+            events,
+            progress,
+            cancel,
+        )
+        .await
+    }
+
+    /// Waits for the call of `invocation` to end, telling the client where it stands, and
+    /// answers it; abandons it when `cancel` fires first.
+    async fn wait_for_answer(
+        &self,
+        tool: &str,
+        session: &str,
+        invocation: &str,
+        mut events: Events,
+        progress: Progress,
+        cancel: CancellationToken,
+    ) -> Result<CallToolResult, GatewayError> {
+        let engine = self.engine();
         let filter = CallFilter {
-            invocation_id: Some(outcome.invocation_id.clone()),
+            invocation_id: Some(invocation.to_owned()),
             ..CallFilter::default()
         };
-        let mut said = None;
+        let mut teller = Teller {
+            progress,
+            said: None,
+        };
+        let mut heard = Vec::new();
         loop {
+            // What the engine said of the call since the last look, in order, so a call decided
+            // the instant it was held still tells the client that it waited for the user.
+            drain_changes(&mut events, session, &mut heard);
+            for status in heard.drain(..) {
+                teller.heard(status).await;
+            }
             let call = engine
                 .store()
                 .calls(&filter)
@@ -123,20 +156,17 @@ impl Agents {
             if call.status == CallStatus::Done {
                 return Ok(self.answer(tool, &call));
             }
-            if said != Some(call.status) {
-                progress.report(waiting_message(call.status)).await;
-                said = Some(call.status);
-            }
+            teller.tell(call.status).await;
             tokio::select! {
                 () = cancel.cancelled() => {
                     // The client went away: the call is marked abandoned and never runs.
-                    if let Err(e) = engine.abandon(&session).await {
+                    if let Err(e) = engine.abandon(session).await {
                         tracing::warn!(error = %e, "an abandoned request could not be closed");
                     }
                     return Err(internal("the request was cancelled"));
                 }
-                () = next_change(&mut events, &session) => {}
-                () = tokio::time::sleep(REPORT_EVERY) => said = None,
+                () = next_change(&mut events, session, &mut heard) => {}
+                () = tokio::time::sleep(REPORT_EVERY) => teller.said = None,
             }
         }
     }
@@ -183,21 +213,75 @@ impl Agents {
     }
 }
 
+type Events = tokio::sync::broadcast::Receiver<EngineEvent>;
+
+/// Tells a waiting client each status of its call once (again after [`REPORT_EVERY`]).
+struct Teller {
+    progress: Progress,
+    said: Option<CallStatus>,
+}
+
+impl Teller {
+    async fn tell(&mut self, status: CallStatus) {
+        if self.said != Some(status) {
+            self.progress.report(waiting_message(status)).await;
+            self.said = Some(status);
+        }
+    }
+
+    /// A status an engine event carried: told when the call waits or has waited (a read
+    /// answered at once hears nothing but its answer), never `Done` (the answer says that).
+    async fn heard(&mut self, status: CallStatus) {
+        let waits = matches!(
+            status,
+            CallStatus::AwaitingApproval | CallStatus::AwaitingAuth | CallStatus::OutcomeUnknown
+        );
+        if (waits || self.said.is_some()) && status != CallStatus::Done {
+            self.tell(status).await;
+        }
+    }
+}
+
+/// Whether `event` is of `session`, adding the call's status to `heard` when it is a call's.
+fn of_session(event: &EngineEvent, session: &str, heard: &mut Vec<CallStatus>) -> bool {
+    match event {
+        EngineEvent::Call(call) if call.session_id == session => {
+            heard.push(call.status);
+            true
+        }
+        EngineEvent::Call(_) => false,
+        EngineEvent::Invocation(inv) => inv.session_id == session,
+        EngineEvent::Event { session_id, .. } => session_id == session,
+    }
+}
+
 /// Waits for an engine event of `session` (or for events missed, which may have been one):
 /// a thousand waiting requests must not each query the store at every other one's change.
-async fn next_change(events: &mut tokio::sync::broadcast::Receiver<EngineEvent>, session: &str) {
+async fn next_change(events: &mut Events, session: &str, heard: &mut Vec<CallStatus>) {
     use tokio::sync::broadcast::error::RecvError;
     loop {
         let ours = match events.recv().await {
-            Ok(EngineEvent::Call(call)) => call.session_id == session,
-            Ok(EngineEvent::Invocation(inv)) => inv.session_id == session,
-            Ok(EngineEvent::Event { session_id, .. }) => session_id == session,
+            Ok(event) => of_session(&event, session, heard),
             Err(RecvError::Lagged(_)) => true,
             // The engine was replaced (settings changed): look again, then wait on the timer.
             Err(RecvError::Closed) => return std::future::pending().await,
         };
         if ours {
             return;
+        }
+    }
+}
+
+/// The statuses of `session`'s call in the events already received, without waiting.
+fn drain_changes(events: &mut Events, session: &str, heard: &mut Vec<CallStatus>) {
+    use tokio::sync::broadcast::error::TryRecvError;
+    loop {
+        match events.try_recv() {
+            Ok(event) => {
+                of_session(&event, session, heard);
+            }
+            Err(TryRecvError::Lagged(_)) => {}
+            Err(TryRecvError::Empty | TryRecvError::Closed) => return,
         }
     }
 }

@@ -12,8 +12,8 @@ use std::task::{Context, Poll};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CancelledNotificationParam,
     ClientCapabilities, ClientConfig, ClientRequest, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion,
-    ServerCapabilities, ServerConfig, ServerResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities,
+    ServerConfig, ServerResult,
 };
 use rmcp::service::{
     NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient, RunningService,
@@ -21,6 +21,7 @@ use rmcp::service::{
 };
 use rmcp::{ClientHandler, ErrorData, RoleServer, ServerHandler, ServiceExt};
 use tokio::io::{AsyncRead, ReadBuf};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::PROJECT_HEADER;
@@ -53,10 +54,11 @@ pub enum RelayError {
     Downstream(String),
 }
 
-/// Progress tokens of the app's requests → the client's own token for the same request.
-type Routes = Arc<Mutex<HashMap<String, ProgressToken>>>;
+/// Progress tokens of the app's requests → the relayed request that hears its progress.
+type Routes = Arc<Mutex<HashMap<String, mpsc::UnboundedSender<ProgressNotificationParam>>>>;
 
-/// The client towards the app: passes notifications on to the client side.
+/// The client towards the app: hands progress to the relayed request it belongs to, and passes
+/// tool-list changes on to the client side.
 #[derive(Clone)]
 struct Upstream {
     downstream: Arc<OnceLock<Peer<RoleServer>>>,
@@ -76,19 +78,12 @@ impl ClientHandler for Upstream {
         params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        let route = self
-            .routes
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&token_key(&params.progress_token))
-            .cloned();
-        let (Some(token), Some(peer)) = (route, self.downstream.get()) else {
-            return;
-        };
-        let mut param = params;
-        param.progress_token = token;
-        if let Err(e) = peer.notify_progress(param).await {
-            tracing::debug!(error = %e, "progress not passed on");
+        // rmcp hands each notification to a task of its own, so this can run after the
+        // request's answer has come: the request itself passes its progress on, in order,
+        // before its answer (see `Relay::call_tool`).
+        let routes = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(route) = routes.get(&token_key(&params.progress_token)) {
+            let _ = route.send(params);
         }
     }
 
@@ -114,12 +109,12 @@ struct Relay {
 /// to 5 s before cancelling them, and a call held for the user would stay open that long after
 /// its client left: approved then, it would run with nobody to hear the answer. With this the
 /// relay cancels it upstream at once, so the app abandons it.
-struct WatchedStdin {
-    inner: tokio::io::Stdin,
+struct WatchedStdin<R> {
+    inner: R,
     closed: CancellationToken,
 }
 
-impl AsyncRead for WatchedStdin {
+impl<R: AsyncRead + Unpin> AsyncRead for WatchedStdin<R> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -189,29 +184,54 @@ impl ServerHandler for Relay {
             .await
             .map_err(passed_on)?;
         let key = token_key(&handle.progress_token);
-        if let Some(token) = context.meta.get_progress_token() {
+        let (route, mut heard) = mpsc::unbounded_channel();
+        let client_token = context.meta.get_progress_token();
+        if client_token.is_some() {
             self.routes
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .insert(key.clone(), token);
+                .insert(key.clone(), route);
         }
-        let answer = tokio::select! {
-            answer = handle.rx => answer.map_err(|_| passed_on(ServiceError::TransportClosed))
-                .and_then(|r| r.map_err(passed_on)),
-            () = gone(&context.ct, &self.closed) => {
-                // The client cancelled or left: the app abandons the call (never runs it).
-                let cancel = CancelledNotificationParam::new(
-                    Some(handle.id.clone()),
-                    Some("cancelled by the client".to_owned()),
-                );
-                let _ = self.upstream.notify_cancelled(cancel).await;
-                Err(ErrorData::internal_error("cancelled", None))
+        let pass_on = |mut param: ProgressNotificationParam| {
+            let token = client_token.clone();
+            let peer = context.peer.clone();
+            async move {
+                let Some(token) = token else { return };
+                param.progress_token = token;
+                if let Err(e) = peer.notify_progress(param).await {
+                    tracing::debug!(error = %e, "progress not passed on");
+                }
             }
         };
+        let mut answer_rx = handle.rx;
+        let answer = loop {
+            tokio::select! {
+                answer = &mut answer_rx => break answer
+                    .map_err(|_| passed_on(ServiceError::TransportClosed))
+                    .and_then(|r| r.map_err(passed_on)),
+                Some(param) = heard.recv() => pass_on(param).await,
+                () = gone(&context.ct, &self.closed) => {
+                    // The client cancelled or left: the app abandons the call (never runs it).
+                    let cancel = CancelledNotificationParam::new(
+                        Some(handle.id.clone()),
+                        Some("cancelled by the client".to_owned()),
+                    );
+                    let _ = self.upstream.notify_cancelled(cancel).await;
+                    break Err(ErrorData::internal_error("cancelled", None));
+                }
+            }
+        };
+        // The app sent its progress before its answer, but rmcp may not have handed it over
+        // yet: on this one-thread runtime (see `serve_on`) its task was queued before this one
+        // woke, so one yield lets it run, and what it handed over goes to the client first.
+        tokio::task::yield_now().await;
         self.routes
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&key);
+        while let Ok(param) = heard.try_recv() {
+            pass_on(param).await;
+        }
         match answer? {
             ServerResult::CallToolResult(result) => Ok(result.into()),
             other => Err(ErrorData::internal_error(
@@ -271,7 +291,42 @@ struct Connected {
 }
 
 /// Relays between stdin/stdout and the app until the client closes its end.
+///
+/// The relay runs on a runtime of one thread of its own, whatever runtime calls it: there a
+/// task runs in the order it was woken, which is what keeps a call's progress ahead of its
+/// answer (see `Relay::call_tool`). One client needs no more.
 pub async fn run(target: RelayTarget) -> Result<(), RelayError> {
+    let (done, result) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("mcp-relay".to_owned())
+        .spawn(move || {
+            let _ = done.send(serve_on(target, tokio::io::stdin(), tokio::io::stdout()));
+        })
+        .map_err(|e| RelayError::Downstream(format!("cannot start the relay: {e}")))?;
+    result
+        .await
+        .map_err(|_| RelayError::Downstream("the relay stopped without a word".to_owned()))?
+}
+
+/// Relays between `input`/`output` (the client's side) and the app on a one-thread runtime
+/// until the client closes `input`. Blocks the calling thread.
+fn serve_on<R, W>(target: RelayTarget, input: R, output: W) -> Result<(), RelayError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| RelayError::Downstream(format!("cannot start the relay: {e}")))?
+        .block_on(relay_on(target, input, output))
+}
+
+async fn relay_on<R, W>(target: RelayTarget, input: R, output: W) -> Result<(), RelayError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let (upstream, connected) = connect(&target).await?;
     let closed = CancellationToken::new();
     let relay = Relay {
@@ -279,12 +334,12 @@ pub async fn run(target: RelayTarget) -> Result<(), RelayError> {
         routes: connected.routes.clone(),
         closed: closed.clone(),
     };
-    let stdin = WatchedStdin {
-        inner: tokio::io::stdin(),
+    let input = WatchedStdin {
+        inner: input,
         closed,
     };
     let server = relay
-        .serve((stdin, tokio::io::stdout()))
+        .serve((input, output))
         .await
         .map_err(|e| RelayError::Downstream(e.to_string()))?;
     let _ = connected.downstream.set(server.peer().clone());
@@ -293,3 +348,7 @@ pub async fn run(target: RelayTarget) -> Result<(), RelayError> {
     let _ = upstream.cancel().await;
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "relay_tests.rs"]
+mod tests;
