@@ -315,11 +315,15 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    tokio::runtime::Builder::new_current_thread()
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| RelayError::Downstream(format!("cannot start the relay: {e}")))?
-        .block_on(relay_on(target, input, output))
+        .map_err(|e| RelayError::Downstream(format!("cannot start the relay: {e}")))?;
+    let result = runtime.block_on(relay_on(target, input, output));
+    // A read of stdin cannot be cancelled: when the app went away first, waiting for it would
+    // keep the relay alive until the client wrote again.
+    runtime.shutdown_background();
+    result
 }
 
 async fn relay_on<R, W>(target: RelayTarget, input: R, output: W) -> Result<(), RelayError>
