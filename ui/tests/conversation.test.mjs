@@ -201,3 +201,20 @@ test('a pending card scrolled out of view gets a marker that jumps to it', async
   await page.locator('[data-testid="approval-card"][data-call-id="old"]').waitFor();
   await page.waitForFunction(() => !document.querySelector('[data-testid="jump-pending"]'));
 });
+
+test('leaving the conversation the moment it grows throws nothing', async () => {
+  const page = await open({ opts: { longTimeline: 40, pending: 0 } });
+  await page.getByTestId('timeline').waitFor();
+  // The list, at the bottom, follows the new row on the next frame; the user has gone by then.
+  for (let i = 0; i < 5; i++) {
+    await page.evaluate(async () => {
+      window.__fake.propose();
+      await new Promise((r) => setTimeout(r, 0));
+      document.querySelector('[data-testid="nav-inbox"]').click();
+      await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+    });
+    await page.getByTestId('session-row').first().click();
+    await page.getByTestId('timeline').waitFor();
+  }
+  assert.deepEqual(page.errors, []);
+});
