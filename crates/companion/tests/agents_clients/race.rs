@@ -12,7 +12,6 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-
 use std::time::Duration;
 
 use agent::{CallStatus, Decision};

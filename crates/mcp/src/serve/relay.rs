@@ -52,6 +52,9 @@ pub enum RelayError {
     /// The client's side (stdin/stdout) failed.
     #[error("the MCP client's connection failed: {0}")]
     Downstream(String),
+    /// The relay's own thread or runtime could not start, or stopped without finishing.
+    #[error("the relay could not run: {0}")]
+    Start(String),
 }
 
 /// Progress tokens of the app's requests → the relayed request that hears its progress.
@@ -302,10 +305,10 @@ pub async fn run(target: RelayTarget) -> Result<(), RelayError> {
         .spawn(move || {
             let _ = done.send(serve_on(target, tokio::io::stdin(), tokio::io::stdout()));
         })
-        .map_err(|e| RelayError::Downstream(format!("cannot start the relay: {e}")))?;
+        .map_err(|e| RelayError::Start(e.to_string()))?;
     result
         .await
-        .map_err(|_| RelayError::Downstream("the relay stopped without a word".to_owned()))?
+        .map_err(|_| RelayError::Start("its thread stopped before it finished".to_owned()))?
 }
 
 /// Relays between `input`/`output` (the client's side) and the app on a one-thread runtime
@@ -318,7 +321,7 @@ where
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| RelayError::Downstream(format!("cannot start the relay: {e}")))?;
+        .map_err(|e| RelayError::Start(e.to_string()))?;
     let result = runtime.block_on(relay_on(target, input, output));
     // A read of stdin cannot be cancelled: when the app went away first, waiting for it would
     // keep the relay alive until the client wrote again.
